@@ -1,0 +1,10 @@
+"""skdp: scikit-learn compatible estimators with differential privacy."""
+
+from .privacy import BudgetExceededError, PrivacyAccountant
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "BudgetExceededError",
+    "PrivacyAccountant",
+]

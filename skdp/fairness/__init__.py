@@ -1,0 +1,3 @@
+"""Private minimax group-fair classification and group metrics."""
+
+__all__ = []

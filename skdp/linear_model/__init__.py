@@ -1,0 +1,3 @@
+"""Private linear models."""
+
+__all__ = []

@@ -1,0 +1,93 @@
+"""Privacy accounting and basic mechanisms (nothing about models).
+
+Neighbouring relation
+---------------------
+skdp uses *replace-one* neighbours: two datasets of the same, public size
+``n`` that differ in one record. All sensitivities are replace-one.
+
+Noise-multiplier convention
+---------------------------
+A :class:`GaussianDpEvent` ``noise_multiplier`` is ``sigma / Delta`` where
+``Delta`` is the replace-one L2 sensitivity of the statistic on its full,
+unsampled input (``2C/n`` for the mean of vectors clipped to ``C``, ``2C`` for
+their sum, also when the sum runs over a Poisson or fixed-size sample). A
+full-batch step with multiplier ``z`` is exactly ``1/z``-GDP.
+
+Accounting
+----------
+- full-batch Gaussian compositions: exact ``mu``-GDP trade-off curve;
+- Poisson-subsampled Gaussian steps and pure-epsilon steps: dp-accounting's
+  privacy loss distributions (PLD);
+- fixed-size sampling without replacement: dp-accounting's RDP accountant
+  (the only one that supports it under replace-one), with pure-epsilon steps
+  entering as ``epsilon**2/2``-zCDP;
+- :class:`ParallelDpEvent` for disjoint, data-independent parts: worst part.
+"""
+
+from ._accountant import BudgetExceededError, PrivacyAccountant
+from ._calibration import calibrate_gaussian, calibrate_noise_multiplier
+from ._composition import certify_delta, certify_epsilon, gdp_mu_of
+from ._conversions import (
+    gdp_delta,
+    gdp_epsilon,
+    gdp_mu,
+    gdp_to_zcdp,
+    pure_to_zcdp,
+    zcdp_epsilon,
+    zcdp_rho,
+)
+from ._events import (
+    ComposedDpEvent,
+    DpEvent,
+    GaussianDpEvent,
+    NonPrivateDpEvent,
+    NoOpDpEvent,
+    ParallelDpEvent,
+    PoissonSampledDpEvent,
+    PureDpEvent,
+    SampledWithoutReplacementDpEvent,
+    SelfComposedDpEvent,
+    gaussian_steps,
+)
+from ._mechanisms import (
+    gaussian_mechanism,
+    gaussian_noise,
+    noisy_histogram,
+    noisy_histogram_event,
+    private_quantile,
+    private_quantile_event,
+)
+
+__all__ = [
+    "BudgetExceededError",
+    "PrivacyAccountant",
+    "calibrate_gaussian",
+    "calibrate_noise_multiplier",
+    "certify_delta",
+    "certify_epsilon",
+    "gdp_mu_of",
+    "gdp_delta",
+    "gdp_epsilon",
+    "gdp_mu",
+    "gdp_to_zcdp",
+    "pure_to_zcdp",
+    "zcdp_epsilon",
+    "zcdp_rho",
+    "ComposedDpEvent",
+    "DpEvent",
+    "GaussianDpEvent",
+    "NoOpDpEvent",
+    "NonPrivateDpEvent",
+    "ParallelDpEvent",
+    "PoissonSampledDpEvent",
+    "PureDpEvent",
+    "SampledWithoutReplacementDpEvent",
+    "SelfComposedDpEvent",
+    "gaussian_steps",
+    "gaussian_mechanism",
+    "gaussian_noise",
+    "noisy_histogram",
+    "noisy_histogram_event",
+    "private_quantile",
+    "private_quantile_event",
+]

@@ -1,0 +1,131 @@
+"""Privacy events: what a mechanism releases, described without running it.
+
+skdp uses dp-accounting's frozen event classes as its privacy plan and adds
+the two it lacks:
+
+- :class:`ParallelDpEvent`: the children run on *disjoint*, data-independent
+  parts of the dataset, so one record is touched by at most one child.
+- :class:`PureDpEvent`: a pure ``epsilon``-DP step, such as the exponential
+  mechanism.
+
+**Noise-multiplier convention (replace-one).** Throughout skdp, the
+``noise_multiplier`` of a :class:`dp_accounting.GaussianDpEvent` is
+``sigma / Delta`` where ``Delta`` is the L2 sensitivity of the noised
+statistic under the *replace-one* relation, computed as if the statistic were
+evaluated on its full (unsampled) input. Examples:
+
+- a mean of per-record vectors clipped to norm ``C`` over ``n`` records:
+  ``Delta = 2 C / n``;
+- a sum of per-record vectors clipped to ``C``, possibly over a Poisson or
+  fixed-size sample: ``Delta = 2 C``;
+- a histogram of counts: ``Delta = sqrt(2)``.
+
+A full-batch Gaussian step with multiplier ``z`` is exactly ``1/z``-GDP. The
+composition engine translates the convention into dp-accounting's own, which
+differ between its PLD and RDP accountants under REPLACE_ONE.
+"""
+
+import attr
+from dp_accounting import dp_event
+
+GaussianDpEvent = dp_event.GaussianDpEvent
+ComposedDpEvent = dp_event.ComposedDpEvent
+SelfComposedDpEvent = dp_event.SelfComposedDpEvent
+PoissonSampledDpEvent = dp_event.PoissonSampledDpEvent
+SampledWithoutReplacementDpEvent = dp_event.SampledWithoutReplacementDpEvent
+NoOpDpEvent = dp_event.NoOpDpEvent
+NonPrivateDpEvent = dp_event.NonPrivateDpEvent
+DpEvent = dp_event.DpEvent
+
+__all__ = [
+    "DpEvent",
+    "GaussianDpEvent",
+    "ComposedDpEvent",
+    "SelfComposedDpEvent",
+    "PoissonSampledDpEvent",
+    "SampledWithoutReplacementDpEvent",
+    "NoOpDpEvent",
+    "NonPrivateDpEvent",
+    "ParallelDpEvent",
+    "PureDpEvent",
+    "gaussian_steps",
+]
+
+
+@attr.define(frozen=True)
+class ParallelDpEvent(dp_event.DpEvent):
+    """Children run on disjoint, data-independent parts of the data.
+
+    Under replace-one, the changed record lies in exactly one part, so the
+    privacy loss is the worst child's (together with whatever else the record
+    touches). This cannot be written as a single dp-accounting event; skdp's
+    composition engine handles it by taking the worst case over the part that
+    holds the changed record.
+
+    The partition must not depend on the data values (a public, random or
+    fixed split of indices).
+
+    Parameters
+    ----------
+    events : list of DpEvent
+        One event per disjoint part.
+
+    Examples
+    --------
+    >>> from skdp.privacy import ParallelDpEvent, GaussianDpEvent
+    >>> event = ParallelDpEvent([GaussianDpEvent(2.0), GaussianDpEvent(3.0)])
+    >>> len(event.events)
+    2
+    """
+
+    events: list[dp_event.DpEvent]
+
+
+@attr.define(frozen=True)
+class PureDpEvent(dp_event.DpEvent):
+    """A pure ``epsilon``-DP step (for example the exponential mechanism).
+
+    The PLD route accounts for it exactly by the dominating randomized
+    response pair; the RDP route uses ``epsilon**2 / 2``-zCDP.
+
+    Parameters
+    ----------
+    epsilon : float
+        Pure DP parameter of the step (replace-one).
+
+    Examples
+    --------
+    >>> from skdp.privacy import PureDpEvent
+    >>> PureDpEvent(0.1)
+    PureDpEvent(epsilon=0.1)
+    """
+
+    epsilon: float
+
+
+def gaussian_steps(noise_multiplier, steps=1):
+    """Event for ``steps`` full-batch Gaussian steps with multiplier ``sigma / Delta``.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        ``sigma / Delta`` with ``Delta`` the replace-one sensitivity.
+        ``0`` means no noise (non-private), ``inf`` means nothing released.
+    steps : int, default=1
+        Number of identical steps.
+
+    Returns
+    -------
+    event : DpEvent
+
+    Examples
+    --------
+    >>> gaussian_steps(3.0, 10)
+    SelfComposedDpEvent(event=GaussianDpEvent(noise_multiplier=3.0), count=10)
+    """
+    if steps == 0:
+        return NoOpDpEvent()
+    if noise_multiplier == 0:
+        return NonPrivateDpEvent()
+    event = GaussianDpEvent(float(noise_multiplier))
+    return event if steps == 1 else SelfComposedDpEvent(event, int(steps))

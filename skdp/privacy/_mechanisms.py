@@ -1,0 +1,266 @@
+"""Basic private mechanisms shared by the solvers.
+
+Every random perturbation in skdp goes through :func:`gaussian_noise` (or the
+exponential mechanism below), so that
+
+- all noise comes from the caller's :class:`numpy.random.Generator`, and
+- the privacy audit can scale all noise down with the test-only context
+  manager :func:`_scaled_noise` to check that it detects an under-noised
+  estimator. It is not a public parameter.
+
+Floating-point Gaussian sampling is not exactly DP (Mironov 2012); skdp, like
+other DP libraries built on numpy, accepts this caveat and documents it.
+"""
+
+import contextlib
+import contextvars
+import math
+
+import numpy as np
+
+from ._events import GaussianDpEvent, PureDpEvent
+
+__all__ = [
+    "gaussian_noise",
+    "gaussian_mechanism",
+    "private_quantile",
+    "noisy_histogram",
+    "private_quantile_event",
+    "noisy_histogram_event",
+]
+
+_NOISE_SCALE = contextvars.ContextVar("skdp_noise_scale", default=1.0)
+
+
+@contextlib.contextmanager
+def _scaled_noise(factor):
+    """Test-only: multiply every noise draw by ``factor`` inside the block.
+
+    Used by the privacy audit's negative control. An estimator fitted inside
+    this block is NOT private at its stated epsilon when ``factor < 1``.
+    """
+    token = _NOISE_SCALE.set(float(factor))
+    try:
+        yield
+    finally:
+        _NOISE_SCALE.reset(token)
+
+
+def noise_scale():
+    """Current multiplier applied to all noise (1.0 outside the audit hook)."""
+    return _NOISE_SCALE.get()
+
+
+def gaussian_noise(rng, std, size=None):
+    """Draw ``N(0, std**2)`` noise of the given size from ``rng``.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The fit's generator.
+    std : float
+        Standard deviation; ``0`` returns zeros without consuming ``rng``
+        (the non-private ``epsilon=inf`` path).
+    size : int or tuple, optional
+        Shape of the draw.
+
+    Returns
+    -------
+    noise : float or ndarray
+    """
+    std = float(std) * _NOISE_SCALE.get()
+    if std == 0.0:
+        return 0.0 if size is None else np.zeros(size)
+    return rng.normal(0.0, std, size=size)
+
+
+def gaussian_mechanism(value, sensitivity, noise_multiplier, *, rng):
+    """Release ``value + N(0, (noise_multiplier * sensitivity)**2 I)``.
+
+    Parameters
+    ----------
+    value : float or ndarray
+        Statistic computed on clipped data.
+    sensitivity : float
+        Its replace-one L2 sensitivity, enforced by clipping upstream.
+    noise_multiplier : float
+        ``sigma / sensitivity``; the matching event is
+        ``GaussianDpEvent(noise_multiplier)``.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    noisy : float or ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> gaussian_mechanism(np.zeros(2), 1.0, 0.0, rng=rng)
+    array([0., 0.])
+    """
+    value = np.asarray(value, dtype=float)
+    noise = gaussian_noise(rng, noise_multiplier * sensitivity, value.shape or None)
+    out = value + noise
+    return float(out) if out.ndim == 0 else out
+
+
+def private_quantile(values, quantile, epsilon, *, bounds, rng, log_scale=False):
+    """Exponential-mechanism estimate of a quantile of ``values``.
+
+    Values are clipped to the public ``bounds``. The output is drawn from the
+    intervals between consecutive sorted values, each with probability
+    proportional to its length times ``exp(-epsilon |rank - quantile n| / 2)``
+    (Smith 2011). The rank utility has replace-one sensitivity 1, so the
+    release is pure ``epsilon``-DP (event ``PureDpEvent(epsilon)``).
+
+    With ``log_scale=True`` lengths are measured in ``log(value)``, which suits
+    positive, heavy-tailed quantities such as row norms whose scale is unknown
+    over orders of magnitude.
+
+    Parameters
+    ----------
+    values : array-like of shape (n,)
+        One value per record.
+    quantile : float
+        In [0, 1].
+    epsilon : float
+        Pure DP budget of this release, in (0, inf]. ``inf`` returns the exact
+        (clipped) empirical quantile.
+    bounds : tuple (low, high)
+        Public range of the output; ``low > 0`` if ``log_scale``.
+    rng : numpy.random.Generator
+    log_scale : bool, default=False
+
+    Returns
+    -------
+    estimate : float
+
+    References
+    ----------
+    Smith, "Privacy-preserving statistical estimation with optimal convergence
+    rates", STOC 2011. Gillenwater, Joseph and Kulesza, "Differentially private
+    quantiles", ICML 2021.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.exponential(size=10_000)
+    >>> q = private_quantile(x, 0.9, 1.0, bounds=(1e-3, 1e3), rng=rng, log_scale=True)
+    >>> 2.0 < q < 2.7
+    True
+    """
+    eps = float(epsilon) / _NOISE_SCALE.get()
+    edges, logw, log_scale = _quantile_intervals(
+        values, quantile, eps, bounds, log_scale
+    )
+    n = edges.size - 2
+    if math.isinf(eps) or n == 0:
+        if n == 0:
+            out = rng.uniform(edges[0], edges[-1])
+        else:
+            out = edges[1 + min(n - 1, max(0, int(math.ceil(quantile * n)) - 1))]
+        return float(math.exp(out) if log_scale else out)
+    # Gumbel-max sampling of the interval, then uniform inside it.
+    i = int(np.argmax(logw + rng.gumbel(size=logw.size)))
+    out = rng.uniform(edges[i], edges[i + 1])
+    return float(math.exp(out) if log_scale else out)
+
+
+def _quantile_intervals(values, quantile, epsilon, bounds, log_scale):
+    """Intervals of the exponential mechanism and their log weights.
+
+    Returns ``(edges, logw, log_scale)``: interval ``i`` is
+    ``[edges[i], edges[i+1]]`` (in log units if ``log_scale``), holds ``i``
+    values below it, and is chosen with probability proportional to
+    ``exp(logw[i])`` = length times ``exp(-epsilon |i - quantile n| / 2)``.
+    """
+    lo, hi = (float(b) for b in bounds)
+    if not (lo < hi) or (log_scale and lo <= 0):
+        raise ValueError("bounds must satisfy low < high (and low > 0 on a log scale).")
+    if not (0.0 <= quantile <= 1.0):
+        raise ValueError("quantile must be in [0, 1].")
+    x = np.clip(np.asarray(values, dtype=float).ravel(), lo, hi)
+    n = x.size
+    if log_scale:
+        x, lo, hi = np.log(x), math.log(lo), math.log(hi)
+    edges = np.concatenate(([lo], np.sort(x), [hi]))
+    ranks = np.arange(n + 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        penalty = 0.0 if math.isinf(epsilon) else 0.5 * epsilon
+        logw = np.log(np.diff(edges)) - penalty * np.abs(ranks - quantile * n)
+    return edges, logw, log_scale
+
+
+def private_quantile_event(epsilon):
+    """Event of :func:`private_quantile` at ``epsilon``.
+
+    Parameters
+    ----------
+    epsilon : float
+
+    Returns
+    -------
+    event : PureDpEvent
+    """
+    return PureDpEvent(float(epsilon))
+
+
+def noisy_histogram(labels, categories, noise_multiplier, *, rng):
+    """Counts of each declared category plus Gaussian noise.
+
+    Replacing one record moves one count down and another up, so the
+    replace-one L2 sensitivity is ``sqrt(2)``; the noise standard deviation is
+    ``noise_multiplier * sqrt(2)`` and the event is
+    ``GaussianDpEvent(noise_multiplier)``. Categories must be declared (public):
+    a category list read from the data would itself leak.
+
+    Parameters
+    ----------
+    labels : array-like of shape (n,)
+        One category per record; every label must be in ``categories``.
+    categories : array-like of shape (k,)
+        Public list of categories.
+    noise_multiplier : float
+        ``sigma / sqrt(2)``; ``0`` gives exact counts.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    counts : ndarray of shape (k,)
+        Noisy counts (may be negative; post-process as needed).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> noisy_histogram(["a", "b", "a"], ["a", "b"], 0.0, rng=np.random.default_rng(0))
+    array([2., 1.])
+    """
+    categories = np.asarray(categories)
+    labels = np.asarray(labels)
+    index = {c: i for i, c in enumerate(categories.tolist())}
+    try:
+        codes = np.fromiter(
+            (index[v] for v in labels.tolist()), dtype=int, count=labels.size
+        )
+    except KeyError as exc:
+        raise ValueError(
+            f"Label {exc.args[0]!r} is not among the declared categories."
+        ) from None
+    counts = np.bincount(codes, minlength=len(categories)).astype(float)
+    return counts + gaussian_noise(rng, noise_multiplier * math.sqrt(2.0), counts.shape)
+
+
+def noisy_histogram_event(noise_multiplier):
+    """Event of :func:`noisy_histogram`.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+
+    Returns
+    -------
+    event : GaussianDpEvent
+    """
+    return GaussianDpEvent(float(noise_multiplier))

@@ -1,0 +1,19 @@
+"""Utilities: input validation, clipping and estimator-check bookkeeping."""
+
+from ._validation import (
+    add_intercept_column,
+    check_generator,
+    clip_rows,
+    clip_targets,
+    resolve_delta,
+    safe_row_norms,
+)
+
+__all__ = [
+    "add_intercept_column",
+    "check_generator",
+    "clip_rows",
+    "clip_targets",
+    "resolve_delta",
+    "safe_row_norms",
+]

@@ -1,0 +1,204 @@
+"""Input helpers: clipping to public bounds and privacy-parameter resolution.
+
+Data outside a public bound is clipped, never rejected: an error that depends
+on a record's value would itself reveal something about it.
+"""
+
+import numbers
+import warnings
+
+import numpy as np
+
+__all__ = [
+    "safe_row_norms",
+    "clip_rows",
+    "clip_targets",
+    "resolve_delta",
+    "check_generator",
+    "add_intercept_column",
+]
+
+
+def safe_row_norms(X):
+    """Euclidean norm of each row without overflow for huge entries.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+
+    Returns
+    -------
+    norms : ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> safe_row_norms(np.array([[3.0, 4.0], [1e300, 1e300]]))
+    array([5.00000000e+000, 1.41421356e+300])
+    """
+    X = np.asarray(X, dtype=float)
+    if X.ndim == 1:
+        X = X[:, None]
+    scale = np.max(np.abs(X), axis=1) if X.shape[1] else np.zeros(X.shape[0])
+    safe = np.where(scale > 0, scale, 1.0)
+    return scale * np.sqrt(np.einsum("ij,ij->i", X / safe[:, None], X / safe[:, None]))
+
+
+def clip_rows(X, max_norm, row_norms=None):
+    """Scale down every row whose Euclidean norm exceeds ``max_norm``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    max_norm : float
+        Public bound; ``inf`` returns a float copy of ``X``.
+    row_norms : ndarray of shape (n,), optional
+        Precomputed norms.
+
+    Returns
+    -------
+    X_clipped : ndarray of shape (n, d)
+        A new array; ``X`` is not modified.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> clip_rows(np.array([[3.0, 4.0], [0.3, 0.4]]), 1.0)
+    array([[0.6, 0.8],
+           [0.3, 0.4]])
+    """
+    X = np.array(X, dtype=float, copy=True)
+    if not max_norm >= 0:
+        raise ValueError(f"max_norm must be non-negative, got {max_norm!r}.")
+    if np.isinf(max_norm):
+        return X
+    norms = safe_row_norms(X) if row_norms is None else row_norms
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(norms > max_norm, max_norm / norms, 1.0)
+    X *= factor[:, None]
+    return X
+
+
+def clip_targets(y, bound):
+    """Clip targets to ``[-bound, bound]``.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n,)
+    bound : float
+        Public bound on ``|y|``.
+
+    Returns
+    -------
+    y_clipped : ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> clip_targets(np.array([-5.0, 0.5, 5.0]), 1.0)
+    array([-1. ,  0.5,  1. ])
+    """
+    if not bound >= 0:
+        raise ValueError(f"bound must be non-negative, got {bound!r}.")
+    return np.clip(np.asarray(y, dtype=float), -bound, bound)
+
+
+def resolve_delta(delta, n_samples, epsilon=np.inf):
+    """The ``delta`` a fit uses: the user's, or ``n ** -1.1`` if ``None``.
+
+    Parameters
+    ----------
+    delta : float or None
+        Constructor value, in [0, 1).
+    n_samples : int
+        Public number of records.
+    epsilon : float, default=inf
+        Requested epsilon; ``delta = 0`` is only possible with ``inf``.
+
+    Returns
+    -------
+    delta_ : float
+
+    Raises
+    ------
+    ValueError
+        If ``delta == 0`` with finite ``epsilon`` (Gaussian noise needs
+        ``delta > 0``).
+
+    Examples
+    --------
+    >>> round(resolve_delta(None, 1000), 8)
+    0.00050119
+    """
+    n = max(int(n_samples), 1)
+    if delta is None:
+        return float(n**-1.1) if n > 1 else 0.5
+    delta = float(delta)
+    if delta == 0 and not np.isinf(epsilon):
+        raise ValueError(
+            "delta=0 is not supported: skdp's mechanisms are Gaussian and need "
+            "delta > 0. Pass a small delta such as 1 / n_samples**1.1, or None."
+        )
+    if n > 1 and delta >= 1.0 / n:
+        warnings.warn(
+            f"delta={delta:g} is not below 1/n_samples={1.0 / n:g}: such a "
+            "guarantee allows releasing a few records outright.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return delta
+
+
+def check_generator(random_state):
+    """A fresh :class:`numpy.random.Generator` for one fit.
+
+    ``None`` draws the seed from OS entropy (the secure default: a published
+    seed lets anyone subtract the noise). An integer gives reproducible fits.
+    A legacy ``RandomState`` is consumed to derive a seed, as scikit-learn does.
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.RandomState or numpy.random.Generator
+
+    Returns
+    -------
+    numpy.random.Generator
+
+    Examples
+    --------
+    >>> int(check_generator(0).integers(10))
+    8
+    """
+    if random_state is None:
+        return np.random.default_rng()
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, numbers.Integral):
+        return np.random.default_rng(int(random_state))
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
+    raise ValueError(f"Cannot build a random generator from {random_state!r}.")
+
+
+def add_intercept_column(X, value=1.0):
+    """Append a constant column so that an intercept becomes a coefficient.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    value : float, default=1.0
+        Public constant of the new column.
+
+    Returns
+    -------
+    ndarray of shape (n, d + 1)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> add_intercept_column(np.zeros((2, 1)))
+    array([[0., 1.],
+           [0., 1.]])
+    """
+    X = np.asarray(X, dtype=float)
+    return np.hstack([X, np.full((X.shape[0], 1), float(value))])
