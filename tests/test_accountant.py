@@ -4,50 +4,19 @@ import pickle
 
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator, RegressorMixin, clone
+from _toy_estimators import PrivateMean
+from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
-from sklearn.utils.validation import validate_data
 
-from skdp.base import PrivateEstimatorMixin
 from skdp.privacy import (
     BudgetExceededError,
     ComposedDpEvent,
     PrivacyAccountant,
-    calibrate_gaussian,
     certify_epsilon,
-    gaussian_mechanism,
     gaussian_steps,
 )
-from skdp.utils import clip_targets
-
-
-class _PrivateMean(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
-    """Test double: predicts a private mean of targets clipped to [-1, 1]."""
-
-    _parameter_constraints = dict(PrivateEstimatorMixin._privacy_parameter_constraints)
-
-    def __init__(self, epsilon=1.0, delta=None, accountant=None, random_state=None):
-        self.epsilon = epsilon
-        self.delta = delta
-        self.accountant = accountant
-        self.random_state = random_state
-
-    def fit(self, X, y):
-        X, y = validate_data(self, X, y)
-        delta, rng = self._begin_private_fit(X.shape[0])
-        z = calibrate_gaussian(self.epsilon, delta)
-        plan = gaussian_steps(z, 1)
-        self._spend(plan)
-        yc = clip_targets(y, 1.0)
-        self.mean_ = gaussian_mechanism(yc.mean(), 2.0 / len(yc), z, rng=rng)
-        self._record_privacy(plan)
-        return self
-
-    def predict(self, X):
-        X = validate_data(self, X, reset=False)
-        return np.full(X.shape[0], self.mean_)
 
 
 def _data(n=200):
@@ -74,14 +43,14 @@ def test_ledger_composes_tightly_and_refuses_overspending():
 
 def test_clone_returns_same_accountant():
     acc = PrivacyAccountant(1.0, 1e-5)
-    est = _PrivateMean(accountant=acc)
+    est = PrivateMean(accountant=acc)
     assert clone(est).accountant is acc
 
 
 def test_cross_val_score_spends_composition_of_folds():
     X, y = _data()
     acc = PrivacyAccountant(epsilon=10.0, delta=1e-4)
-    est = _PrivateMean(epsilon=1.0, delta=1e-5, accountant=acc, random_state=0)
+    est = PrivateMean(epsilon=1.0, delta=1e-5, accountant=acc, random_state=0)
     cross_val_score(est, X, y, cv=5, error_score="raise")
     assert len(acc.ledger) == 5
     folds = ComposedDpEvent([e for _, e in acc.ledger])
@@ -94,10 +63,10 @@ def test_grid_search_and_pipeline_share_the_ledger_and_stop_when_exhausted():
     X, y = _data()
     acc = PrivacyAccountant(epsilon=1.5, delta=1e-4)
     pipe = make_pipeline(
-        FunctionTransformer(), _PrivateMean(delta=1e-5, accountant=acc, random_state=0)
+        FunctionTransformer(), PrivateMean(delta=1e-5, accountant=acc, random_state=0)
     )
     grid = GridSearchCV(
-        pipe, {"_privatemean__epsilon": [0.5, 1.0]}, cv=3, error_score="raise"
+        pipe, {"privatemean__epsilon": [0.5, 1.0]}, cv=3, error_score="raise"
     )
     with pytest.raises(BudgetExceededError):
         grid.fit(X, y)
@@ -116,14 +85,14 @@ def test_accountant_refuses_other_process():
 def test_parallel_cross_val_raises_instead_of_losing_spending():
     X, y = _data()
     acc = PrivacyAccountant(epsilon=10.0, delta=1e-4)
-    est = _PrivateMean(delta=1e-5, accountant=acc, random_state=0)
+    est = PrivateMean(delta=1e-5, accountant=acc, random_state=0)
     with pytest.raises(RuntimeError, match="another process"):
         cross_val_score(est, X, y, cv=2, n_jobs=2, error_score="raise")
 
 
 def test_privacy_spent_is_certified_and_within_request():
     X, y = _data()
-    est = _PrivateMean(epsilon=0.7, random_state=0).fit(X, y)
+    est = PrivateMean(epsilon=0.7, random_state=0).fit(X, y)
     eps, delta = est.privacy_spent_
     assert delta == est.delta_ == pytest.approx(200**-1.1)
     assert 0.69 <= eps <= 0.7
