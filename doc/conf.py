@@ -1,0 +1,55 @@
+"""Sphinx configuration for the skdp documentation (builds offline)."""
+
+import os
+import sys
+import warnings
+
+sys.path.insert(0, os.path.abspath(".."))
+
+import skdp  # noqa: E402
+
+project = "skdp"
+author = "skdp developers"
+copyright = "2026, skdp developers"
+release = skdp.__version__
+version = release
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "sphinx.ext.viewcode",
+    "numpydoc",
+    "sphinx_gallery.gen_gallery",
+]
+
+# Offline build: no intersphinx, no remote assets.
+templates_path = ["_templates"]
+exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py.md5"]
+autosummary_generate = True
+autodoc_default_options = {"members": True, "inherited-members": False}
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = False
+
+html_theme = "pydata_sphinx_theme"
+html_title = "skdp"
+html_static_path = ["_static"]
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_prev_next": False,
+}
+
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "ignore_pattern": r"quickstart\.py",
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "within_subsection_order": "FileNameSortKey",
+    "matplotlib_animations": False,
+    "plot_gallery": "True",
+}
+
+warnings.filterwarnings("ignore", category=UserWarning, message="Matplotlib is currently using agg")

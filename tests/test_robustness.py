@@ -1,0 +1,253 @@
+"""Robustness matrix: every public estimator against bad and unusual input.
+
+Each input either gets a clear error *before any privacy is spent* or a
+documented, correct behaviour. "Before any privacy is spent" is checked with a
+shared accountant: estimators call ``accountant.spend`` after validating input
+and before drawing any noise, so an empty ledger after the error shows that no
+noise was drawn.
+"""
+
+import pickle
+
+import numpy as np
+import pytest
+from scipy import sparse
+from sklearn.base import clone, is_classifier
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils._param_validation import InvalidParameterError
+
+from skdp import BudgetExceededError, PrivacyAccountant
+from skdp.privacy import ComposedDpEvent, certify_epsilon
+from skdp.utils._estimator_checks import public_estimators
+
+ESTIMATORS = public_estimators()
+IDS = [type(e).__name__ for e in ESTIMATORS]
+
+# Parameter sets whose public bounds contradict each other, per estimator.
+INCONSISTENT_BOUNDS = {
+    "BilevelRidge": [{"alpha_min": 10.0, "alpha_max": 1.0}],
+}
+
+
+def _data(estimator, n=80, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    if is_classifier(estimator):
+        y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0).astype(int)
+    else:
+        y = X @ np.arange(1.0, d + 1) / d + 0.3 * rng.normal(size=n)
+    return X, y
+
+
+def _fresh(estimator, **params):
+    est = clone(estimator).set_params(random_state=0, **params)
+    return est
+
+
+def _assert_refused_before_spending(estimator, X, y, exc=(ValueError, TypeError)):
+    acc = PrivacyAccountant(epsilon=100.0, delta=1e-3)
+    est = _fresh(estimator, accountant=acc)
+    with pytest.raises(exc) as info:
+        est.fit(X, y)
+    assert len(acc.ledger) == 0, "privacy was spent before the input error"
+    assert str(info.value), "the error needs a message"
+    return info.value
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nan_and_inf_are_refused_before_noise(estimator, bad):
+    X, y = _data(estimator)
+    X[3, 1] = bad
+    err = _assert_refused_before_spending(estimator, X, y, ValueError)
+    assert "NaN" in str(err) or "infinity" in str(err) or "inf" in str(err)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+def test_nan_target_is_refused(estimator):
+    X, y = _data(estimator)
+    y = y.astype(float)
+    y[2] = np.nan
+    _assert_refused_before_spending(estimator, X, y, ValueError)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+def test_huge_values_are_clipped_not_refused(estimator):
+    X, y = _data(estimator)
+    X[0] = 1e300
+    X[1, 0] = -1e300
+    if not is_classifier(estimator):
+        y[2] = 1e300
+    est = _fresh(estimator).fit(X, y)
+    pred = est.predict(X)
+    assert np.all(np.isfinite(est.coef_))
+    if not is_classifier(estimator):
+        assert np.all(np.isfinite(pred))
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+def test_string_and_object_columns_are_refused(estimator):
+    X, y = _data(estimator)
+    X_obj = X.astype(object)
+    X_obj[0, 0] = "a"
+    _assert_refused_before_spending(estimator, X_obj, y, ValueError)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+def test_empty_input_is_refused(estimator):
+    _assert_refused_before_spending(
+        estimator, np.empty((0, 3)), np.empty(0), ValueError
+    )
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+def test_single_row(estimator):
+    X, y = _data(estimator)
+    X1, y1 = X[:1], y[:1]
+    if is_classifier(estimator):
+        # One row has one class: refused before spending (see single class).
+        _assert_refused_before_spending(estimator, X1, y1, ValueError)
+    else:
+        est = _fresh(estimator).fit(X1, y1)
+        assert np.all(np.isfinite(est.predict(X)))
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+def test_constant_feature(estimator):
+    X, y = _data(estimator)
+    X[:, 1] = 3.0
+    est = _fresh(estimator).fit(X, y)
+    assert np.all(np.isfinite(est.coef_))
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [e for e in ESTIMATORS if is_classifier(e)],
+    ids=[type(e).__name__ for e in ESTIMATORS if is_classifier(e)],
+)
+def test_single_class_is_refused(estimator):
+    X, y = _data(estimator)
+    err = _assert_refused_before_spending(estimator, X, np.ones_like(y), ValueError)
+    assert "class" in str(err)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+def test_wrong_number_of_features_at_predict(estimator):
+    X, y = _data(estimator)
+    est = _fresh(estimator).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        est.predict(X[:, :2])
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+def test_sparse_input_supported_or_clear_error(estimator):
+    X, y = _data(estimator)
+    Xs = sparse.csr_matrix(X)
+    try:
+        est = _fresh(estimator).fit(Xs, y)
+    except (TypeError, ValueError) as exc:
+        assert "sparse" in str(exc).lower()
+        return
+    dense = _fresh(estimator).fit(X, y)
+    np.testing.assert_allclose(est.predict(Xs), dense.predict(X))
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+def test_float32_and_lists(estimator):
+    X, y = _data(estimator)
+    ref = _fresh(estimator).fit(X, y)
+    est32 = _fresh(estimator).fit(X.astype(np.float32), y)
+    np.testing.assert_allclose(est32.coef_, ref.coef_, rtol=1e-4, atol=1e-5)
+    est_list = _fresh(estimator).fit(X.tolist(), y.tolist())
+    np.testing.assert_allclose(est_list.predict(X.tolist()), ref.predict(X))
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+def test_pandas_dataframe_sets_feature_names(estimator):
+    pd = pytest.importorskip("pandas")
+    X, y = _data(estimator)
+    df = pd.DataFrame(X, columns=["age", "income", "score"])
+    est = _fresh(estimator).fit(df, pd.Series(y))
+    assert list(est.feature_names_in_) == ["age", "income", "score"]
+    np.testing.assert_allclose(est.predict(df), _fresh(estimator).fit(X, y).predict(X))
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"epsilon": 0.0},
+        {"epsilon": -1.0},
+        {"epsilon": np.nan},
+        {"delta": 1.0},
+        {"delta": -1e-6},
+        {"delta": 2.0},
+    ],
+    ids=["eps0", "eps-neg", "eps-nan", "delta1", "delta-neg", "delta2"],
+)
+def test_invalid_privacy_parameters(estimator, params):
+    X, y = _data(estimator)
+    acc = PrivacyAccountant(epsilon=100.0, delta=1e-3)
+    with pytest.raises(InvalidParameterError):
+        _fresh(estimator, accountant=acc, **params).fit(X, y)
+    assert len(acc.ledger) == 0
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+def test_inconsistent_bounds_are_refused(estimator):
+    cases = INCONSISTENT_BOUNDS.get(type(estimator).__name__)
+    if not cases:
+        pytest.skip("no pair of bounds that can contradict each other")
+    X, y = _data(estimator)
+    for params in cases:
+        acc = PrivacyAccountant(epsilon=100.0, delta=1e-3)
+        with pytest.raises(ValueError):
+            _fresh(estimator, accountant=acc, **params).fit(X, y)
+        assert len(acc.ledger) == 0
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+def test_sample_weight_is_rejected(estimator):
+    X, y = _data(estimator)
+    with pytest.raises(TypeError, match="sample_weight"):
+        _fresh(estimator).fit(X, y, sample_weight=np.ones(len(y)))
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+def test_pickle_round_trip_and_reproducibility(estimator):
+    X, y = _data(estimator)
+    est = _fresh(estimator).fit(X, y)
+    again = _fresh(estimator).fit(X, y)
+    np.testing.assert_array_equal(est.coef_, again.coef_)
+    loaded = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
+    other_seed = clone(estimator).set_params(random_state=1).fit(X, y)
+    assert not np.array_equal(other_seed.coef_, est.coef_)  # noise is real
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+def test_budget_exhaustion_in_cross_validation_grid_search_and_pipeline(estimator):
+    X, y = _data(estimator, n=120)
+    probe = PrivacyAccountant(epsilon=1e6, delta=0.5)
+    _fresh(estimator, accountant=probe).fit(X, y)
+    plan = probe.ledger[0][1]
+    delta = 1e-3
+    eps2 = certify_epsilon(ComposedDpEvent([plan] * 2), delta)
+    eps3 = certify_epsilon(ComposedDpEvent([plan] * 3), delta)
+    acc = PrivacyAccountant(epsilon=(eps2 + eps3) / 2, delta=delta)  # room for two fits
+    est = _fresh(estimator, accountant=acc)
+    with pytest.raises(BudgetExceededError):
+        cross_val_score(est, X, y, cv=5, error_score="raise")
+    assert len(acc.ledger) == 2
+    assert acc.spent_epsilon <= acc.epsilon
+    # The exhausted budget also stops a grid search inside a pipeline.
+    name = type(estimator).__name__.lower()
+    pipe = make_pipeline(FunctionTransformer(), est)
+    grid = GridSearchCV(
+        pipe, {f"{name}__random_state": [0, 1]}, cv=2, error_score="raise"
+    )
+    with pytest.raises(BudgetExceededError):
+        grid.fit(X, y)
+    assert len(acc.ledger) == 2
