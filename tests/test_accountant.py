@@ -104,3 +104,11 @@ def test_bad_budgets():
         PrivacyAccountant(0.0, 1e-5)
     with pytest.raises(ValueError):
         PrivacyAccountant(1.0, 1.0)
+
+
+def test_infinite_epsilon_is_accepted_and_adds_no_noise():
+    X, y = _data()
+    a = PrivateMean(epsilon=np.inf, random_state=0).fit(X, y)
+    b = PrivateMean(epsilon=np.inf, random_state=1).fit(X, y)
+    assert a.mean_ == b.mean_ == pytest.approx(np.clip(y, -1, 1).mean())
+    assert a.privacy_spent_[0] == np.inf
