@@ -130,6 +130,12 @@ class _GLMLoss:
 class SquaredLoss(_GLMLoss):
     """Squared loss ``(z - y)**2 / 2``.
 
+    References
+    ----------
+    - Asi, Liu and Tian, "Private stochastic convex optimization with heavy tails: near-
+      optimality from simple reductions", Sec. 6.
+    - Abadi et al., "Deep learning with differential privacy", CCS 2016.
+
     Examples
     --------
     >>> import numpy as np
@@ -154,6 +160,12 @@ class HuberLoss(_GLMLoss):
     tau : float, default=1.0
         Residual at which the loss turns linear; the derivative is bounded by
         ``tau``.
+
+    References
+    ----------
+    - Huber, "Robust estimation of a location parameter", Ann. Math. Statist. 1964.
+    - Asi, Liu and Tian, "Private stochastic convex optimization with heavy tails: near-
+      optimality from simple reductions", Sec. 6.
 
     Examples
     --------
@@ -180,6 +192,12 @@ class HuberLoss(_GLMLoss):
 
 class LogisticLoss(_GLMLoss):
     """Logistic loss ``log(1 + exp(-y z))`` with labels ``y`` in ``{-1, +1}``.
+
+    References
+    ----------
+    - Asi, Liu and Tian, "Private stochastic convex optimization with heavy tails: near-
+      optimality from simple reductions", Sec. 6.
+    - Abadi et al., "Deep learning with differential privacy", CCS 2016.
 
     Examples
     --------
@@ -213,6 +231,11 @@ def get_loss(name, **kwargs):
     Returns
     -------
     loss : _GLMLoss
+
+    References
+    ----------
+    - Asi, Liu and Tian, "Private stochastic convex optimization with heavy tails: near-
+      optimality from simple reductions", Sec. 6.
 
     Examples
     --------

@@ -11,7 +11,22 @@ __all__ = ["PrivacyAccountant", "BudgetExceededError"]
 
 
 class BudgetExceededError(RuntimeError):
-    """Raised, before any data is used, when a fit would overspend a budget."""
+    """Raised, before any data is used, when a fit would overspend a budget.
+
+    References
+    ----------
+    - Google's dp-accounting library, https://github.com/google/differential-privacy.
+
+    Examples
+    --------
+    >>> from skdp.privacy import PrivacyAccountant, gaussian_steps
+    >>> acc = PrivacyAccountant(epsilon=0.1, delta=1e-5)
+    >>> try:
+    ...     acc.spend(gaussian_steps(1.0))
+    ... except BudgetExceededError:
+    ...     print("refused")
+    refused
+    """
 
 
 class PrivacyAccountant:
@@ -51,6 +66,11 @@ class PrivacyAccountant:
     computed from the data without noise and are *not* private releases; the
     accountant only covers the fitted models. Use ``BilevelRidge`` to tune a
     penalty privately.
+
+    References
+    ----------
+    - Dong, Roth and Su, "Gaussian differential privacy", JRSS-B 2022.
+    - Google's dp-accounting library, https://github.com/google/differential-privacy.
 
     Examples
     --------

@@ -53,6 +53,12 @@ def calibrate_noise_multiplier(make_event, epsilon, delta, *, rtol=1e-4):
         If the target cannot be met, for example because ``make_event``
         contains fixed steps that already exceed the budget.
 
+    References
+    ----------
+    - Dong, Roth and Su, "Gaussian differential privacy", JRSS-B 2022.
+    - Koskela, Jälkö and Honkela, "Computing tight differential privacy guarantees using FFT",
+      AISTATS 2020.
+
     Examples
     --------
     >>> from skdp.privacy import gaussian_steps
@@ -150,11 +156,11 @@ def calibrate_gaussian(
 
     References
     ----------
-    Dong, Roth and Su, "Gaussian differential privacy", JRSS-B 2022.
-    Koskela, Jälkö and Honkela, "Computing tight differential privacy
-    guarantees using FFT", AISTATS 2020 (PLD).
-    Wang, Balle and Kasiviswanathan, "Subsampled Rényi differential privacy
-    and analytical moments accountant", AISTATS 2019 (without replacement).
+    - Dong, Roth and Su, "Gaussian differential privacy", JRSS-B 2022.
+    - Koskela, Jälkö and Honkela, "Computing tight differential privacy
+    - guarantees using FFT", AISTATS 2020 (PLD).
+    - Wang, Balle and Kasiviswanathan, "Subsampled Rényi differential privacy
+    - and analytical moments accountant", AISTATS 2019 (without replacement).
 
     Examples
     --------

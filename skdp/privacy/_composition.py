@@ -404,6 +404,13 @@ def certify_epsilon(event, delta, *, pld_discretization=_PLD_DISCRETIZATION):
     epsilon : float
         ``inf`` if any step is non-private.
 
+    References
+    ----------
+    - Dong, Roth and Su, "Gaussian differential privacy", JRSS-B 2022.
+    - Kairouz, Oh and Viswanath, "The composition theorem for differential privacy", ICML 2015.
+    - Koskela, Jälkö and Honkela, "Computing tight differential privacy guarantees using FFT",
+      AISTATS 2020.
+
     Examples
     --------
     >>> from skdp.privacy import gaussian_steps, certify_epsilon
@@ -427,6 +434,13 @@ def certify_delta(event, epsilon):
     -------
     delta : float
 
+    References
+    ----------
+    - Dong, Roth and Su, "Gaussian differential privacy", JRSS-B 2022.
+    - Kairouz, Oh and Viswanath, "The composition theorem for differential privacy", ICML 2015.
+    - Koskela, Jälkö and Honkela, "Computing tight differential privacy guarantees using FFT",
+      AISTATS 2020.
+
     Examples
     --------
     >>> from skdp.privacy import gaussian_steps, certify_delta
@@ -446,6 +460,16 @@ def gdp_mu_of(event):
     Returns
     -------
     mu : float or None
+
+    References
+    ----------
+    - Dong, Roth and Su, "Gaussian differential privacy", JRSS-B 2022.
+
+    Examples
+    --------
+    >>> from skdp.privacy import gaussian_steps
+    >>> gdp_mu_of(gaussian_steps(2.0, 4))
+    1.0
     """
     ps = profiles(event)
     if any(p.nonprivate for p in ps):

@@ -55,7 +55,7 @@ def gdp_delta(mu, epsilon):
 
     References
     ----------
-    Dong, Roth and Su, "Gaussian differential privacy", JRSS-B 2022, Cor. 2.13.
+    - Dong, Roth and Su, "Gaussian differential privacy", JRSS-B 2022, Cor. 2.13.
 
     Examples
     --------
@@ -91,6 +91,10 @@ def gdp_epsilon(mu, delta):
     Returns
     -------
     epsilon : float
+
+    References
+    ----------
+    - Dong, Roth and Su, "Gaussian differential privacy", JRSS-B 2022.
 
     Examples
     --------
@@ -128,6 +132,10 @@ def gdp_mu(epsilon, delta):
     -------
     mu : float
 
+    References
+    ----------
+    - Dong, Roth and Su, "Gaussian differential privacy", JRSS-B 2022.
+
     Examples
     --------
     >>> round(gdp_mu(1.0, 1e-6), 4)
@@ -163,7 +171,7 @@ def zcdp_epsilon(rho, delta):
 
     References
     ----------
-    Bun and Steinke, "Concentrated differential privacy", TCC 2016, Prop. 1.3.
+    - Bun and Steinke, "Concentrated differential privacy", TCC 2016, Prop. 1.3.
 
     Examples
     --------
@@ -190,6 +198,11 @@ def zcdp_rho(epsilon, delta):
     -------
     rho : float
 
+    References
+    ----------
+    - Bun and Steinke, "Concentrated differential privacy: simplifications, extensions, and
+      lower bounds", TCC 2016.
+
     Examples
     --------
     >>> round(zcdp_rho(1.0, 1e-6), 5)
@@ -213,6 +226,12 @@ def gdp_to_zcdp(mu):
     -------
     rho : float
 
+    References
+    ----------
+    - Bun and Steinke, "Concentrated differential privacy: simplifications, extensions, and
+      lower bounds", TCC 2016.
+    - Dong, Roth and Su, "Gaussian differential privacy", JRSS-B 2022.
+
     Examples
     --------
     >>> gdp_to_zcdp(2.0)
@@ -231,6 +250,11 @@ def pure_to_zcdp(epsilon):
     Returns
     -------
     rho : float
+
+    References
+    ----------
+    - Bun and Steinke, "Concentrated differential privacy: simplifications, extensions, and
+      lower bounds", TCC 2016.
 
     Examples
     --------

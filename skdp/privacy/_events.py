@@ -70,6 +70,10 @@ class ParallelDpEvent(dp_event.DpEvent):
     events : list of DpEvent
         One event per disjoint part.
 
+    References
+    ----------
+    - McSherry, "Privacy integrated queries", SIGMOD 2009 (parallel composition).
+
     Examples
     --------
     >>> from skdp.privacy import ParallelDpEvent, GaussianDpEvent
@@ -92,6 +96,10 @@ class PureDpEvent(dp_event.DpEvent):
     ----------
     epsilon : float
         Pure DP parameter of the step (replace-one).
+
+    References
+    ----------
+    - Kairouz, Oh and Viswanath, "The composition theorem for differential privacy", ICML 2015.
 
     Examples
     --------
@@ -117,6 +125,11 @@ def gaussian_steps(noise_multiplier, steps=1):
     Returns
     -------
     event : DpEvent
+
+    References
+    ----------
+    - Dwork and Roth, "The algorithmic foundations of differential privacy", 2014.
+    - Dong, Roth and Su, "Gaussian differential privacy", JRSS-B 2022.
 
     Examples
     --------

@@ -67,6 +67,18 @@ def gaussian_noise(rng, std, size=None):
     Returns
     -------
     noise : float or ndarray
+
+    References
+    ----------
+    - Dwork and Roth, "The algorithmic foundations of differential privacy", 2014.
+    - Mironov, "On significance of the least significant bits for differential privacy", CCS
+      2012.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> gaussian_noise(np.random.default_rng(0), 0.0, 3)
+    array([0., 0., 0.])
     """
     std = float(std) * _NOISE_SCALE.get()
     if std == 0.0:
@@ -91,6 +103,12 @@ def gaussian_mechanism(value, sensitivity, noise_multiplier, *, rng):
     Returns
     -------
     noisy : float or ndarray
+
+    References
+    ----------
+    - Dwork and Roth, "The algorithmic foundations of differential privacy", 2014.
+    - Mironov, "On significance of the least significant bits for differential privacy", CCS
+      2012.
 
     Examples
     --------
@@ -138,9 +156,9 @@ def private_quantile(values, quantile, epsilon, *, bounds, rng, log_scale=False)
 
     References
     ----------
-    Smith, "Privacy-preserving statistical estimation with optimal convergence
-    rates", STOC 2011. Gillenwater, Joseph and Kulesza, "Differentially private
-    quantiles", ICML 2021.
+    - Smith, "Privacy-preserving statistical estimation with optimal convergence
+    - rates", STOC 2011. Gillenwater, Joseph and Kulesza, "Differentially private
+    - quantiles", ICML 2021.
 
     Examples
     --------
@@ -203,6 +221,16 @@ def private_quantile_event(epsilon):
     Returns
     -------
     event : PureDpEvent
+
+    References
+    ----------
+    - Smith, "Privacy-preserving statistical estimation with optimal convergence rates", STOC
+      2011.
+
+    Examples
+    --------
+    >>> private_quantile_event(0.1)
+    PureDpEvent(epsilon=0.1)
     """
     return PureDpEvent(float(epsilon))
 
@@ -230,6 +258,10 @@ def noisy_histogram(labels, categories, noise_multiplier, *, rng):
     -------
     counts : ndarray of shape (k,)
         Noisy counts (may be negative; post-process as needed).
+
+    References
+    ----------
+    - Dwork and Roth, "The algorithmic foundations of differential privacy", 2014.
 
     Examples
     --------
@@ -262,5 +294,14 @@ def noisy_histogram_event(noise_multiplier):
     Returns
     -------
     event : GaussianDpEvent
+
+    References
+    ----------
+    - Dwork and Roth, "The algorithmic foundations of differential privacy", 2014.
+
+    Examples
+    --------
+    >>> noisy_histogram_event(5.0)
+    GaussianDpEvent(noise_multiplier=5.0)
     """
     return GaussianDpEvent(float(noise_multiplier))

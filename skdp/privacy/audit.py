@@ -35,6 +35,11 @@ __all__ = ["AuditResult", "audit_estimator", "epsilon_lower_bound", "canary_scor
 class AuditResult:
     """Outcome of :func:`audit_estimator`.
 
+    Parameters
+    ----------
+    epsilon_lower_bound, claimed_epsilon, delta, threshold, direction, fpr, fnr, n_fits
+        See Attributes.
+
     Attributes
     ----------
     epsilon_lower_bound : float
@@ -51,6 +56,18 @@ class AuditResult:
         Empirical error rates on the held-out half.
     n_fits : int
         Total number of fits.
+
+    References
+    ----------
+    - Jagielski, Ullman and Oprea, "Auditing differentially private machine learning: how
+      private is private SGD?", NeurIPS 2020.
+    - Kairouz, Oh and Viswanath, "The composition theorem for differential privacy", ICML 2015.
+
+    Examples
+    --------
+    >>> r = AuditResult(0.2, 1.0, 1e-5, 0.0, 1, 0.4, 0.5, 400)
+    >>> r.violated
+    False
     """
 
     epsilon_lower_bound: float
@@ -97,6 +114,12 @@ def epsilon_lower_bound(scores_out, scores_in, threshold, direction, delta, alph
     -------
     epsilon : float
         Non-negative lower bound.
+
+    References
+    ----------
+    - Jagielski, Ullman and Oprea, "Auditing differentially private machine learning: how
+      private is private SGD?", NeurIPS 2020.
+    - Kairouz, Oh and Viswanath, "The composition theorem for differential privacy", ICML 2015.
 
     Examples
     --------
@@ -150,6 +173,19 @@ def canary_score(model, x_canary, y_canary):
     Returns
     -------
     score : float
+
+    References
+    ----------
+    - Jagielski, Ullman and Oprea, "Auditing differentially private machine learning: how
+      private is private SGD?", NeurIPS 2020.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LinearRegression
+    >>> model = LinearRegression().fit([[0.0], [1.0]], [0.0, 2.0])
+    >>> round(canary_score(model, np.array([2.0]), None), 6)
+    4.0
     """
     x = np.asarray(x_canary, dtype=float).reshape(1, -1)
     if hasattr(model, "decision_function"):
@@ -210,10 +246,10 @@ def audit_estimator(
 
     References
     ----------
-    Jagielski, Ullman and Oprea, "Auditing differentially private machine
-    learning: how private is private SGD?", NeurIPS 2020.
-    Nasr, Song, Thakurta, Papernot and Carlini, "Adversary instantiation:
-    lower bounds for differentially private machine learning", S&P 2021.
+    - Jagielski, Ullman and Oprea, "Auditing differentially private machine
+    - learning: how private is private SGD?", NeurIPS 2020.
+    - Nasr, Song, Thakurta, Papernot and Carlini, "Adversary instantiation:
+    - lower bounds for differentially private machine learning", S&P 2021.
 
     Examples
     --------
