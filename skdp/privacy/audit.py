@@ -28,7 +28,13 @@ from sklearn.base import clone
 
 from ..utils._validation import check_generator
 
-__all__ = ["AuditResult", "audit_estimator", "epsilon_lower_bound", "canary_score"]
+__all__ = [
+    "AuditResult",
+    "audit_estimator",
+    "epsilon_lower_bound",
+    "canary_score",
+    "label_flip_canary",
+]
 
 
 @dataclass(frozen=True)
@@ -307,3 +313,64 @@ def audit_estimator(
     return AuditResult(
         eps_lb, eps_claim, delta, float(t), int(direction), fpr, fnr, 2 * half
     )
+
+
+def label_flip_canary(X, y, *, classifier, index=0, magnitude=1e6, classes=(0, 1)):
+    """Neighbouring datasets that differ in the label of one extreme record.
+
+    Record ``index`` is moved far along a new direction (the first feature,
+    scaled by ``magnitude``) so that any public feature-norm bound clips it
+    to the boundary, where it moves a linear model most. ``D`` gives it the
+    most negative label, ``D'`` the most positive one (the first and second
+    of ``classes`` for a classifier, ``-magnitude`` and ``+magnitude`` for a
+    regressor, which target clipping brings to the bound).
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        Features of the other records.
+    y : array-like of shape (n,)
+        Targets of the other records.
+    classifier : bool
+        Whether the audited estimator is a classifier.
+    index : int, default=0
+        Position of the canary.
+    magnitude : float, default=1e6
+        Size of the canary's feature (and regression target).
+    classes : tuple, default=(0, 1)
+        Labels for ``D`` and ``D'`` when ``classifier`` is true.
+
+    Returns
+    -------
+    X_canary : ndarray of shape (n, d)
+        Features shared by ``D`` and ``D'``.
+    y_out, y_in : ndarray of shape (n,)
+        Targets of ``D`` and ``D'``.
+
+    References
+    ----------
+    - Nasr, Song, Thakurta, Papernot and Carlini, "Adversary instantiation: lower bounds for
+      differentially private machine learning", S&P 2021.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X, y = np.zeros((4, 2)), np.zeros(4)
+    >>> Xc, y_out, y_in = label_flip_canary(X, y, classifier=False)
+    >>> float(y_out[0]), float(y_in[0]), float(Xc[0, 0])
+    (-1000000.0, 1000000.0, 1000000.0)
+    """
+    X = np.array(X, dtype=float, copy=True)
+    X[index] = 0.0
+    X[index, 0] = magnitude
+    y_out = np.array(y, dtype=object if classifier else float, copy=True)
+    y_in = y_out.copy()
+    if classifier:
+        y_out[index], y_in[index] = classes[0], classes[1]
+        y_out, y_in = (
+            y_out.astype(np.asarray(classes).dtype),
+            y_in.astype(np.asarray(classes).dtype),
+        )
+    else:
+        y_out[index], y_in[index] = -magnitude, magnitude
+    return X, y_out, y_in
