@@ -89,3 +89,100 @@ def group_dro_reference(X, y, groups, m, radius, fit_intercept=True, tol=1e-10):
     if fit_intercept:
         return w[:-1], w[-1]
     return w, 0.0
+
+
+# --- Adult ----------------------------------------------------------------------------
+ADULT_COLUMNS = [
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education-num",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "native-country",
+    "income",
+]
+# Public scalings of the numeric columns (ranges documented with the data set),
+# so that no statistic of the private data is used for preprocessing.
+_ADULT_NUMERIC = {
+    "age": lambda v: (v - 17.0) / (90.0 - 17.0),
+    "education-num": lambda v: (v - 1.0) / 15.0,
+    "capital-gain": lambda v: np.log1p(v) / np.log1p(99999.0),
+    "capital-loss": lambda v: np.log1p(v) / np.log1p(4356.0),
+    "hours-per-week": lambda v: (v - 1.0) / 98.0,
+}
+
+
+def _adult_categories():
+    """Category lists of the categorical columns, read from adult.names."""
+    cats = {}
+    with open(os.path.join(SHARED, "adult.names")) as fh:
+        for line in fh:
+            if ":" not in line or line.startswith("|"):
+                continue
+            name, values = line.split(":", 1)
+            values = values.strip().rstrip(".")
+            if name in ADULT_COLUMNS and values != "continuous":
+                cats[name] = [v.strip() for v in values.split(",")] + ["?"]
+    return cats
+
+
+def _read_adult(filename):
+    rows = []
+    with open(os.path.join(SHARED, filename)) as fh:
+        for line in fh:
+            if line.startswith("|") or not line.strip():
+                continue
+            parts = [p.strip() for p in line.strip().rstrip(".").split(",")]
+            if len(parts) == len(ADULT_COLUMNS):
+                rows.append(parts)
+    return rows
+
+
+def adult():
+    """Adult train/test with public one-hot encoding and public scalings.
+
+    Returns ``(X_train, y_train, sf_train, X_test, y_test, sf_test,
+    feature_names)`` where ``sf`` holds the columns sex and race. Every row
+    has eight one-hot ones and five numeric values in [0, 1], so its norm is
+    at most ``sqrt(13)``: a public bound, nothing is clipped.
+    """
+    cats = _adult_categories()
+    cats["income"] = [">50K", "<=50K"]
+    names = []
+    for col in ADULT_COLUMNS[:-1]:
+        if col == "fnlwgt":
+            continue  # a sampling weight, not a feature
+        if col in _ADULT_NUMERIC:
+            names.append(col)
+        else:
+            names.extend(f"{col}={v}" for v in cats[col])
+    index = {n: i for i, n in enumerate(names)}
+
+    def encode(rows):
+        X = np.zeros((len(rows), len(names)))
+        y = np.zeros(len(rows), dtype=int)
+        sf = np.empty((len(rows), 2), dtype=object)
+        for r, parts in enumerate(rows):
+            rec = dict(zip(ADULT_COLUMNS, parts))
+            for col, value in rec.items():
+                if col in ("fnlwgt", "income"):
+                    continue
+                if col in _ADULT_NUMERIC:
+                    X[r, index[col]] = _ADULT_NUMERIC[col](float(value))
+                else:
+                    X[r, index[f"{col}={value}"]] = 1.0
+            y[r] = int(rec["income"] == ">50K")
+            sf[r] = (rec["sex"], rec["race"])
+        return X, y, sf
+
+    Xtr, ytr, sftr = encode(_read_adult("adult.data"))
+    Xte, yte, sfte = encode(_read_adult("adult.test"))
+    return Xtr, ytr, sftr, Xte, yte, sfte, names

@@ -31,12 +31,14 @@ Public constants (every record, every point of the domain):
 - ``D = sqrt((2 R_w)^2 + 2 / c^2)`` (``2 R_w`` if ``m = 1``).
 
 ``M`` and ``L`` are worst cases over single records: a record of the
-smallest group when all the weight sits on that group. They set the noise.
-The step-size rules of the solvers only need the size of a *typical* batch
+smallest group, at the worst margin, when all the weight sits on its group.
+They set the noise. Step-size rules only need the size of a *typical* batch
 operator, in which the importance weights ``q_g / pi_g`` average to about
-one; ``M_step = pi_min M`` and ``L_step = pi_min L`` are the constants of a
-record with unit weight. Using them for the step is a public choice that
-affects utility, never privacy.
+one; ``M_step = sqrt((R_x/2)^2 + c^2 (1 - 1/m) log(2)^2)`` is the bound for a
+unit-weight record at the starting point ``w = 0`` (where ``|l'| = 1/2`` and
+``l = log 2``) and ``L_step = R_x^2/4 + c R_x sqrt(1 - 1/m)`` its Lipschitz
+constant. Using them for the step is a public choice that affects utility,
+never privacy.
 """
 
 import math
@@ -77,7 +79,7 @@ class GroupDROLogistic:
     M, L, D : float
         Public constants (module docstring).
     M_step, L_step : float
-        Constants of a unit-weight record, for step-size rules.
+        Typical constants of a unit-weight record, for step-size rules.
 
     Examples
     --------
@@ -112,7 +114,7 @@ class GroupDROLogistic:
         self.M = math.hypot(R_x, c * centring * self.loss_bound) / pi_min
         self.L = (0.25 * R_x**2 + c * centring * R_x) / pi_min
         self.D = self.domain.diameter
-        self.M_step = self.M * pi_min
+        self.M_step = math.hypot(0.5 * R_x, c * centring * math.log(2.0))
         self.L_step = self.L * pi_min
 
     def split(self, v):
