@@ -21,7 +21,6 @@ from ..privacy import (
     private_quantile_event,
 )
 from ..solvers.group_dro import GroupDROLogistic
-from ..solvers.nispp import nispp_prox_parameter
 from ..solvers.nseg import nseg_step_size
 from ..solvers.saddle_point import (
     calibrate_schedule,
