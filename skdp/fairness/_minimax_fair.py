@@ -149,7 +149,8 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
     groups_ : ndarray of shape (n_groups,)
         Group labels (``["all"]`` when fitted without sensitive features).
     group_priors_ : ndarray of shape (n_groups,)
-        Public (given or privately estimated, floored) priors used.
+        Priors used: the given ones normalised to sum to one, or the noisy
+        shares ``max(count, 0) / n``; then floored at ``min_group_prior``.
     group_weights_ : ndarray of shape (n_groups,)
         Private group weights ``q`` of the saddle point (large for the
         groups with the highest risk).
@@ -386,6 +387,12 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         eps = float(self.epsilon)
         needs_norm = self.feature_norm is None
         needs_priors = priors is None and m > 1
+        if needs_priors and self.min_group_prior <= 0:
+            # A noisy count can be <= 0: without a floor the prior could be 0.
+            raise ValueError(
+                "min_group_prior must be positive when the group priors are "
+                "estimated (group_priors=None)."
+            )
         n_estimates = int(needs_norm) + int(needs_priors)
         share = self.estimation_share * eps / max(n_estimates, 1)
         fixed = []
@@ -428,9 +435,7 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
             priors = np.maximum(counts, 0.0) / n
         elif priors is None:
             priors = np.ones(1)
-        priors = np.maximum(priors, self.min_group_prior)
-        if not np.all(priors > 0):
-            raise ValueError("min_group_prior must be positive when a prior is 0.")
+        priors = np.maximum(priors, self.min_group_prior)  # > 0, checked above
 
         # Clip the augmented rows: rows inside the bound are unchanged, the
         # others are scaled, which keeps the sign of every prediction.
@@ -454,11 +459,11 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
             feature_bound=bound,
             dual_scale=dual_scale,
         )
-        # Step rule: the theory optimum (Thm 2 for NSEG, Thm 5 for NISPP) with
-        # two measured changes (benchmarks/minimax_fair.py): the typical
-        # operator size of a unit-weight record instead of the worst case M,
-        # and the noise counted at twice its standard deviation. Public;
-        # affects utility only.
+        # Step rule: Theorem 2's optimal NSEG step with two measured changes
+        # (benchmarks/minimax_fair.py): the typical operator size of a
+        # unit-weight record instead of the worst case M, and the noise counted
+        # at twice its standard deviation. NISPP uses lambda = 1 / step. The
+        # rule is public and affects utility only, never privacy.
         noise = 2.0 * z * 2.0 * operator.M / schedule.normalizer
         if self.solver == "nseg":
             step = {

@@ -29,6 +29,13 @@ stops only when the exact duality certificate ``<G(u), u> - min_W <G(u), w>``
 is below the target with a floating-point margin; if it cannot certify within
 ``max_inner_iter`` iterations it raises :class:`InnerSolverError` and
 releases nothing.
+
+Under Poisson sampling, dp-accounting's replace-one pair bounds the effect of
+one record *relative to its absence* by half the sensitivity; adding one
+record moves the batch operator by at most ``M / B``, so the same argument
+bounds that effect by ``s(nu)`` computed with ``M / 2``, and the noise uses
+twice that (equal to ``s(nu)`` at ``nu = 0``, never above ``4M / (lambda
+B)``).
 """
 
 import math
