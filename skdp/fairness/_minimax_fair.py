@@ -182,6 +182,12 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
     - NISPP's privacy rests on solving each proximal subproblem to a
       certified accuracy; the inner solver checks an exact duality
       certificate and raises rather than release an uncertified iterate.
+    - The step rule (and NISPP's ``lambda``) uses public constants only;
+      the default ``step_scale``, ``dual_scale``, ``batch_size``, ``max_iter``
+      and solver were chosen by measurement on synthetic data
+      (``benchmarks/minimax_fair.py``), never on the data being fitted.
+    - The number of inner iterations of NISPP, hence the running time,
+      depends on the data; timing side channels are outside the guarantee.
     - Floating-point Gaussian sampling is not exactly DP (Mironov 2012).
 
     References
