@@ -435,6 +435,74 @@ def main():
     log(f"total {elapsed:.0f} s")
 
 
+def findings(tasks, default):
+    """Plain statements of which targets are met, with the numbers."""
+    out = ["## Findings", ""]
+    by_name = {t["name"]: t for t in tasks}
+    big = [t for t in tasks if t["name"].startswith("synthetic") and t["n"] >= 100_000]
+    for task in big:
+        o, dp, ref, worst = targets(task, default)
+        met1 = "MET" if o < dp else "NOT MET"
+        met2 = "MET" if o <= 1.10 * ref else "NOT MET"
+        out.append(
+            f"- Synthetic, n = {task['n']}, epsilon = 1: worst-group log-loss better "
+            f"than DP-GD ignoring groups: {met1} (ratio {o / dp:.3f}). Within 10% of "
+            f"non-private group DRO: {met2} (mean ratio {o / ref:.3f}, worst of the "
+            f"seeds {worst / ref:.3f})."
+        )
+    small = [t for t in tasks if t["name"].startswith("synthetic") and t["n"] < 100_000]
+    for task in small:
+        o, dp, ref, worst = targets(task, default)
+        out.append(
+            f"- Synthetic, n = {task['n']} (no target): ratio to DP-GD {o / dp:.3f}, "
+            f"to non-private group DRO {o / ref:.3f}."
+        )
+    adult_times = [
+        secs
+        for t in tasks
+        if t["name"].startswith("Adult")
+        for lab, eps, _, secs, _ in t["rows"]
+        if lab.startswith("MinimaxFair")
+    ]
+    if adult_times:
+        out.append(
+            f"- Adult: every private fit took at most {max(adult_times):.1f} s "
+            "(target: under 20 s)."
+        )
+    for name in ("Adult, groups = sex", "Adult, groups = race"):
+        if name in by_name:
+            o, dp, ref, _ = targets(by_name[name], default)
+            out.append(
+                f"- {name}, epsilon = 1: ours {o:.4f}, DP-GD ignoring groups {dp:.4f} "
+                f"(ratio {o / dp:.3f}), non-private group DRO {ref:.4f}."
+            )
+    if "Adult, groups = sex" in by_name and "Adult, groups = race" in by_name:
+        sex = targets(by_name["Adult, groups = sex"], default)
+        race_task = by_name["Adult, groups = race"]
+        race = targets(race_task, default)
+        race_inf, _ = mean_std(
+            lookup(race_task, f"MinimaxFairClassifier ({default})", np.inf),
+            "wg_logloss",
+        )
+        out += [
+            "",
+            "Reading the Adult numbers: each record is weighted by 1 / prior of its "
+            "group, so the noise of the private group DRO scales like 1 / min prior "
+            "(floored at min_group_prior = 0.05; the smallest race groups are below "
+            "1%), while DP-GD's scales like the plain clipping bound. With the two "
+            "sex groups (min prior 0.33) the private group DRO is "
+            f"{'better' if sex[0] < sex[1] else 'worse'} than DP-GD at epsilon = 1; "
+            "with the five race groups it is "
+            f"{'better' if race[0] < race[1] else 'worse'}, although the same code "
+            f"without noise (epsilon = inf row) reaches {race_inf:.3f} against "
+            f"{race[2]:.3f} for the accurate non-private DRO. DP-GD with 100 steps "
+            "under-fits Adult (see its epsilon = inf row): a reasonable, untuned "
+            "baseline.",
+            "",
+        ]
+    return out
+
+
 def write_report(tasks, elapsed, quick, reps):
     default = MinimaxFairClassifier().solver
     lines = [
@@ -478,6 +546,7 @@ def write_report(tasks, elapsed, quick, reps):
             f"{o / ref:.3f} | {worst / ref:.3f} |"
         )
     lines += ["", "Worst-group log-loss on the test set (lower is better).", ""]
+    lines += findings(tasks, default)
     lines += ["## Results", ""]
     for i, task in enumerate(tasks):
         lines.append(table(task))

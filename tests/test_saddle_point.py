@@ -569,3 +569,40 @@ def test_solvers_draw_noise_through_the_audit_hook():
     ).solution
     assert not np.allclose(base, quiet)
     np.testing.assert_allclose(quiet, free)
+
+
+@pytest.mark.parametrize("sampling", ["disjoint", "poisson"])
+def test_nispp_releases_depend_only_on_the_batch_and_the_public_centre(
+    monkeypatch, sampling
+):
+    # Each release u_{k+1} must be a function of the batch B_{k+1} and of the
+    # released centre w_k only (Proposition 9, parallel composition). A warm
+    # start from the previous, unreleased u_k would carry earlier batches into
+    # it: re-solving every subproblem from scratch must reproduce the run.
+    import skdp.solvers.nispp as mod
+
+    op = _dro_problem(n=60)
+    calls = []
+    original = mod.solve_prox_subproblem
+
+    def spy(operator, indices, normalizer, center, lam, domain, nu, **kw):
+        out = original(operator, indices, normalizer, center, lam, domain, nu, **kw)
+        calls.append((indices.copy(), center.copy(), lam, nu, kw["lipschitz"], out[0]))
+        return out
+
+    monkeypatch.setattr(mod, "solve_prox_subproblem", spy)
+    sched = BatchSchedule(60, 6, 10, sampling)
+    nispp(
+        op,
+        op.domain,
+        sched,
+        M=op.M,
+        L=op.L,
+        noise_multiplier=1.0,
+        rng=np.random.default_rng(0),
+        prox=2.0,
+    )
+    assert len(calls) == 6
+    for idx, center, lam, nu, lip, u in calls:
+        fresh = original(op, idx, 10.0, center, lam, op.domain, nu, lipschitz=lip)[0]
+        np.testing.assert_array_equal(u, fresh)

@@ -419,6 +419,11 @@ def nispp(
         # Under Poisson sampling the batch sum of |B| operators, divided by
         # the expected size, is (L |B| / B)-Lipschitz.
         lipschitz = L * max(len(indices), 1) / B
+        # The release must be a function of the batch and of the public
+        # centre w only: warm-starting from the previous (unreleased) u would
+        # carry an earlier batch's record into this step, which the parallel
+        # composition of the single-pass variant and Proposition 9 exclude.
+        # So the inner solver starts from Pi_W(w), a public point.
         u, cert, its = solve_prox_subproblem(
             operator,
             indices,
@@ -428,7 +433,7 @@ def nispp(
             domain,
             nu_target,
             lipschitz=lipschitz,
-            u0=u,
+            u0=None,
             max_iter=max_inner_iter,
         )
         max_cert = max(max_cert, cert)
