@@ -77,6 +77,15 @@ def group_scores(y_true, y_pred, *, sensitive_features, metric):
     scores : dict
         ``{group label: score}``.
 
+    References
+    ----------
+    - Sagawa, Koh, Hashimoto and Liang, "Distributionally robust neural networks for group
+      shifts", ICLR 2020.
+    - Diana, Gill, Kearns, Kenthapadi and Roth, "Minimax group fairness: algorithms and
+      experiments", AIES 2021.
+    - Bird et al., "Fairlearn: a toolkit for assessing and improving fairness in AI",
+      Microsoft Tech. Report 2020.
+
     Examples
     --------
     >>> from sklearn.metrics import accuracy_score
@@ -115,6 +124,15 @@ def worst_group_loss(y_true, y_pred, *, sensitive_features, labels=None):
     -------
     loss : float
 
+    References
+    ----------
+    - Sagawa, Koh, Hashimoto and Liang, "Distributionally robust neural networks for group
+      shifts", ICLR 2020.
+    - Diana, Gill, Kearns, Kenthapadi and Roth, "Minimax group fairness: algorithms and
+      experiments", AIES 2021.
+    - Bird et al., "Fairlearn: a toolkit for assessing and improving fairness in AI",
+      Microsoft Tech. Report 2020.
+
     Examples
     --------
     >>> import numpy as np
@@ -147,6 +165,15 @@ def worst_group_accuracy(y_true, y_pred, *, sensitive_features):
     -------
     accuracy : float
 
+    References
+    ----------
+    - Sagawa, Koh, Hashimoto and Liang, "Distributionally robust neural networks for group
+      shifts", ICLR 2020.
+    - Diana, Gill, Kearns, Kenthapadi and Roth, "Minimax group fairness: algorithms and
+      experiments", AIES 2021.
+    - Bird et al., "Fairlearn: a toolkit for assessing and improving fairness in AI",
+      Microsoft Tech. Report 2020.
+
     Examples
     --------
     >>> worst_group_accuracy([1, 0, 1, 1], [1, 0, 1, 0], sensitive_features=[0, 0, 1, 1])
@@ -174,6 +201,15 @@ def largest_group_gap(y_true, y_pred, *, sensitive_features, metric="accuracy"):
     -------
     gap : float
         Non-negative; 0 with a single group.
+
+    References
+    ----------
+    - Sagawa, Koh, Hashimoto and Liang, "Distributionally robust neural networks for group
+      shifts", ICLR 2020.
+    - Diana, Gill, Kearns, Kenthapadi and Roth, "Minimax group fairness: algorithms and
+      experiments", AIES 2021.
+    - Bird et al., "Fairlearn: a toolkit for assessing and improving fairness in AI",
+      Microsoft Tech. Report 2020.
 
     Examples
     --------
