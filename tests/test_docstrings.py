@@ -51,7 +51,9 @@ def _public(modules):
     for mod in modules:
         for name in mod.__all__:
             obj = getattr(mod, name)
-            if name in UPSTREAM or not (inspect.isclass(obj) or inspect.isfunction(obj)):
+            if name in UPSTREAM or not (
+                inspect.isclass(obj) or inspect.isfunction(obj)
+            ):
                 continue
             seen.setdefault(f"{obj.__module__}.{obj.__qualname__}", obj)
     return sorted(seen.items())
@@ -68,7 +70,11 @@ def _errors(qualname, obj, user_facing):
         doc = ClassDoc(obj) if inspect.isclass(obj) else FunctionDoc(obj)
         if not doc["References"]:
             problems.append("no References section")
-        if inspect.isclass(obj) and issubclass(obj, BaseEstimator) and not doc["Attributes"]:
+        if (
+            inspect.isclass(obj)
+            and issubclass(obj, BaseEstimator)
+            and not doc["Attributes"]
+        ):
             problems.append("no Attributes section")
     return problems
 
