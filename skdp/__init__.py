@@ -1,10 +1,13 @@
 """skdp: scikit-learn compatible estimators with differential privacy."""
 
+from .linear_model import HeavyTailedLinearRegression, HeavyTailedLogisticRegression
 from .privacy import BudgetExceededError, PrivacyAccountant
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "BudgetExceededError",
+    "HeavyTailedLinearRegression",
+    "HeavyTailedLogisticRegression",
     "PrivacyAccountant",
 ]
