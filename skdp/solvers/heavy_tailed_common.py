@@ -10,6 +10,13 @@ or a Gaussian mechanism on a count with replace-one sensitivity 1:
   values by a noisy bisection on ``log2`` scale: each step releases one count
   ``#{v_i <= 2**mid} + N(0, z**2)`` (sensitivity 1), so ``steps`` queries cost
   ``steps`` Gaussian events of multiplier ``z``.
+- :func:`private_scales` estimates, once and over all records, a row-norm
+  bound and (squared loss) a target scale; together they give the public
+  (post-processed) search range of every later clip level,
+  :func:`clip_search_range`, so a noisy search can never return an absurd
+  clip level.
+- :func:`quantile_reliable` is the public rule that skips a clip search
+  whose count noise would swamp the counts (tiny chunks or phases).
 - :func:`tail_fraction` is the public rule that picks the clipped fraction of
   per-sample gradients from the noise level (measured on synthetic data;
   see ``benchmarks/heavy_tailed.py``).
@@ -27,7 +34,14 @@ from ..privacy import gaussian_noise
 
 __all__ = [
     "BISECTION_STEPS",
+    "RANGE_STEPS",
+    "SEARCH_OCTAVES",
     "LOG2_RANGE",
+    "private_scales",
+    "clip_search_range",
+    "quantile_reliable",
+    "scale_level",
+    "scales_needed",
     "QuantileTarget",
     "DEFAULT_TARGET",
     "split_gdp",
@@ -38,11 +52,18 @@ __all__ = [
     "safe_derivatives",
 ]
 
-#: Public search range of every private quantile, in ``log2`` units
-#: (about 1e-12 to 1e12). Values outside are treated as the end points.
-LOG2_RANGE = (-40.0, 40.0)
-#: Bisection steps of one private quantile: resolution 80 / 2**11 ~ 0.04 octave.
-BISECTION_STEPS = 11
+#: Public range of the scale quantiles, in ``log2`` units (about 1e-6 to
+#: 1e6). Values outside are treated as the end points.
+LOG2_RANGE = (-20.0, 20.0)
+#: Bisection steps of a scale quantile over LOG2_RANGE (0.04 octave).
+RANGE_STEPS = 10
+#: Width, in octaves, of the search range of a clip level below its ceiling.
+SEARCH_OCTAVES = 16.0
+#: Bisection steps of one clip level over SEARCH_OCTAVES (1/16 octave).
+BISECTION_STEPS = 8
+#: Target tail of the scale quantiles (row norms, |y|): the 0.99 quantile
+#: when ``n`` allows it (:func:`scale_level`).
+SCALE_TAIL = 0.01
 
 
 @dataclass(frozen=True)
@@ -146,16 +167,18 @@ def split_gdp(mu, parts):
     return out
 
 
-def noisy_log_quantile(values, quantile, z, rng, *, steps=BISECTION_STEPS):
+def noisy_log_quantile(
+    values, quantile, z, rng, *, log2_range=LOG2_RANGE, steps=RANGE_STEPS
+):
     """Private quantile of non-negative per-record values by noisy bisection.
 
     Each of the ``steps`` rounds releases ``#{i : values_i <= 2**mid}`` plus
     ``N(0, z**2)``; replacing one record moves the count by at most 1, so a
     round is a Gaussian mechanism with multiplier ``z`` and the whole search
-    is ``steps`` such events. The search runs over the public range
-    :data:`LOG2_RANGE` and returns the upper end of the final bracket, so
-    with ``z = 0`` and ``quantile = 1`` no value exceeds the answer (unless
-    it exceeds the range).
+    is ``steps`` such events. The search runs over ``log2_range`` (public, or
+    computed from earlier private releases) and returns the upper end of the
+    final bracket, so with ``z = 0`` and ``quantile = 1`` no value exceeds the
+    answer (unless it exceeds the range). The answer always lies in the range.
 
     Parameters
     ----------
@@ -166,7 +189,8 @@ def noisy_log_quantile(values, quantile, z, rng, *, steps=BISECTION_STEPS):
     z : float
         Noise multiplier of each count (``0`` for exact counts).
     rng : numpy.random.Generator
-    steps : int, default=BISECTION_STEPS
+    log2_range : tuple (low, high), default=LOG2_RANGE
+    steps : int, default=RANGE_STEPS
 
     Returns
     -------
@@ -184,7 +208,7 @@ def noisy_log_quantile(values, quantile, z, rng, *, steps=BISECTION_STEPS):
     with np.errstate(divide="ignore"):
         logv = np.log2(np.maximum(v, 0.0))
     target = float(quantile) * v.size
-    lo, hi = LOG2_RANGE
+    lo, hi = (float(b) for b in log2_range)
     for _ in range(int(steps)):
         mid = 0.5 * (lo + hi)
         count = np.count_nonzero(logv <= mid) + gaussian_noise(rng, z)
@@ -291,3 +315,154 @@ def row_lipschitz_bounds(loss, row_norms, y, radius):
         return row_norms.copy()
     with np.errstate(over="ignore"):
         return row_norms * (radius * row_norms + np.abs(np.asarray(y, dtype=float)))
+
+
+def quantile_reliable(n, p, z):
+    """Whether a private quantile search on ``n`` records is worth its budget.
+
+    Near the answer a count is about ``(1 - p) n``; its noise ``z`` moves the
+    clipped fraction by ``z / n``. If that exceeds half of ``min(p, 1 - p)``
+    the search returns noise, so it is skipped (public rule: ``n``, ``p`` and
+    ``z`` are public).
+
+    Parameters
+    ----------
+    n : int
+    p : float
+        Target clipped fraction.
+    z : float
+        Count noise multiplier.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> quantile_reliable(1000, 0.4, 70.0), quantile_reliable(166, 0.7, 65.0)
+    (True, False)
+    """
+    if z == 0:
+        return True
+    return bool(z <= 0.5 * min(p, 1.0 - p) * n)
+
+
+def clip_search_range(loss, row_bound, target_bound):
+    """``log2`` range of the per-sample gradient norms' clip level.
+
+    The ceiling is a (private, already released) bound on typical gradient
+    norms: ``||a|| |loss'|`` with ``||a|| <= row_bound`` and ``|loss'|`` at
+    most 1 (logistic), ``tau`` (Huber) or ``4 target_bound`` (squared: the
+    residual at the start is ``y``; the slack covers the early iterates).
+    The floor is :data:`SEARCH_OCTAVES` octaves below.
+
+    Parameters
+    ----------
+    loss : _GLMLoss
+    row_bound : float
+    target_bound : float or None
+        Needed for the squared loss.
+
+    Returns
+    -------
+    (low, high) : tuple of float
+
+    Examples
+    --------
+    >>> clip_search_range(LogisticLoss(), 8.0, None)
+    (-13.0, 3.0)
+    """
+    deriv = loss.derivative_bound
+    if math.isinf(deriv):
+        deriv = 4.0 * float(target_bound)
+    high = math.log2(max(float(row_bound) * deriv, 2.0 ** LOG2_RANGE[0]))
+    high = min(high, LOG2_RANGE[1])
+    return (high - SEARCH_OCTAVES, high)
+
+
+def scale_level(n, z, tail):
+    """Quantile level of a scale estimate that ``n`` records can support.
+
+    A count near the ``1 - t`` quantile has noise ``z``; the search is only
+    informative if ``z <= t n / 2``, so the level is
+    ``1 - max(tail, 2 z / n)``, at least the median. Public: ``n``, ``z`` and
+    ``tail`` are public. With ``z = 0`` and ``tail = 0`` it is 1 (the maximum).
+
+    Parameters
+    ----------
+    n : int
+    z : float
+    tail : float
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> scale_level(100_000, 50.0, 0.01), scale_level(1000, 50.0, 0.01)
+    (0.99, 0.9)
+    """
+    return float(1.0 - min(0.5, max(float(tail), 2.0 * float(z) / max(n, 1))))
+
+
+def private_scales(row_norms, y, loss, z, rng, *, tail=SCALE_TAIL):
+    """Private row-norm bound and (squared loss) target bound, over all records.
+
+    Each is the :func:`scale_level` quantile found by
+    :func:`noisy_log_quantile` over :data:`LOG2_RANGE` with
+    :data:`RANGE_STEPS` counts of multiplier ``z``. With ``z = 0`` the level
+    is 1 (the exact maxima), so the non-private path clips nothing.
+
+    Parameters
+    ----------
+    row_norms : ndarray of shape (n,)
+    y : ndarray of shape (n,)
+    loss : _GLMLoss
+    z : float
+    rng : numpy.random.Generator
+    tail : float, default=SCALE_TAIL
+
+    Returns
+    -------
+    row_bound : float
+    target_bound : float or None
+        ``None`` unless the loss is unbounded (squared).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> b, t = private_scales(np.ones(5), np.full(5, 3.0), SquaredLoss(), 0.0,
+    ...                       np.random.default_rng(0))
+    >>> round(b, 1), round(t, 1)
+    (1.0, 3.0)
+    """
+    n = np.asarray(row_norms).size
+    level = 1.0 if z == 0 else scale_level(n, z, tail)
+    row_bound = noisy_log_quantile(row_norms, level, z, rng)
+    target_bound = None
+    if scales_needed(loss) == 2:
+        target_bound = noisy_log_quantile(
+            np.abs(np.asarray(y, dtype=float)), level, z, rng
+        )
+    return row_bound, target_bound
+
+
+def scales_needed(loss):
+    """Number of scale quantiles :func:`private_scales` releases for ``loss``.
+
+    Parameters
+    ----------
+    loss : _GLMLoss
+
+    Returns
+    -------
+    int
+        2 for an unbounded derivative (squared), else 1.
+
+    Examples
+    --------
+    >>> scales_needed(LogisticLoss()), scales_needed(SquaredLoss())
+    (1, 2)
+    """
+    return 2 if math.isinf(loss.derivative_bound) else 1

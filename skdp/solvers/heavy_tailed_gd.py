@@ -28,9 +28,14 @@ from ..utils import safe_row_norms
 from .heavy_tailed_common import (
     BISECTION_STEPS,
     DEFAULT_TARGET,
+    RANGE_STEPS,
+    SEARCH_OCTAVES,
+    clip_search_range,
     noisy_log_quantile,
+    quantile_reliable,
     row_lipschitz_bounds,
     safe_derivatives,
+    scale_level,
     split_gdp,
     tail_fraction,
 )
@@ -42,6 +47,8 @@ __all__ = [
     "clipped_dp_gd",
     "known_lipschitz",
     "make_known_lipschitz_plan",
+    "known_lipschitz_scales",
+    "KnownLipschitzPlan",
     "checkpoint_schedule",
 ]
 
@@ -49,6 +56,11 @@ __all__ = [
 #: above the noise floor) is treated as divergence: undo it, halve the step.
 _GUARD_GROWTH = 1.5
 _GUARD_NOISE_FLOOR = 3.0
+#: Clip level before the first private estimate: this many octaves below the
+#: ceiling of the search range (heavy clipping is the safe side).
+_FALLBACK_OCTAVES = 6.0
+#: Largest fraction of rows Algorithm 4's truncation aims to drop.
+_MAX_TRUNC_FRACTION = 0.01
 
 
 def checkpoint_schedule(n_steps):
@@ -87,17 +99,21 @@ class FullBatchPlan:
         Gradient steps ``T``; each is ``GaussianDpEvent(z_grad)``.
     z_grad : float
         Multiplier of every clipped-gradient sum (sensitivity ``2 C_t``).
+    clip_fraction : float
+        Target fraction ``p`` of clipped per-sample gradients
+        (:func:`~skdp.solvers.heavy_tailed_common.tail_fraction`).
     checkpoints : tuple of int
         Steps at which the clip level is privately re-estimated (empty if
-        the clip level is public).
+        the clip level is public or a search would be unreliable).
     z_count : float
         Multiplier of each bisection count (sensitivity 1).
     bisection_steps : int
-        Counts per private quantile.
+        Counts per private clip level.
     """
 
     n_steps: int
     z_grad: float
+    clip_fraction: float = 0.0
     checkpoints: tuple = ()
     z_count: float = math.inf
     bisection_steps: int = BISECTION_STEPS
@@ -116,18 +132,36 @@ class FullBatchPlan:
         return ComposedDpEvent(parts)
 
 
-def make_full_batch_plan(mu, n_steps, *, adaptive_clip=True, clip_share=0.08):
+def make_full_batch_plan(
+    mu,
+    n,
+    d,
+    n_steps,
+    *,
+    adaptive_clip=True,
+    clip_share=0.08,
+    reserved_share=0.0,
+    target=DEFAULT_TARGET,
+):
     """Split a GDP budget ``mu`` between clip estimation and gradient steps.
+
+    Shares are fractions of ``mu**2``; ``reserved_share`` is spent elsewhere
+    (e.g. on scale quantiles over the same records). If a clip search on
+    ``n`` records would be unreliable (:func:`quantile_reliable`), no
+    checkpoint is planned and the solver uses its fallback clip level.
 
     Parameters
     ----------
     mu : float
-        GDP budget of this run (``inf``: no noise).
+        GDP budget of the records of this run (``inf``: no noise).
+    n, d : int
+        Records and dimension of the run (public).
     n_steps : int
     adaptive_clip : bool, default=True
         Estimate clip levels privately at :func:`checkpoint_schedule`.
     clip_share : float, default=0.08
-        Share of ``mu**2`` spent on the private clip levels.
+    reserved_share : float, default=0.0
+    target : QuantileTarget, optional
 
     Returns
     -------
@@ -136,15 +170,22 @@ def make_full_batch_plan(mu, n_steps, *, adaptive_clip=True, clip_share=0.08):
     Examples
     --------
     >>> from skdp.privacy import gdp_mu_of
-    >>> plan = make_full_batch_plan(0.5, 30)
-    >>> round(gdp_mu_of(plan.event), 6)
-    0.5
+    >>> plan = make_full_batch_plan(0.5, 10_000, 5, 30)
+    >>> plan.checkpoints, round(gdp_mu_of(plan.event), 6)
+    ((0, 1, 3, 7, 15), 0.5)
     """
     checkpoints = checkpoint_schedule(n_steps) if adaptive_clip else ()
-    n_counts = len(checkpoints) * BISECTION_STEPS
-    share = clip_share if n_counts else 0.0
-    z_count, z_grad = split_gdp(mu, [(n_counts, share), (n_steps, 1.0 - share)])
-    return FullBatchPlan(n_steps, z_grad, checkpoints, z_count)
+    grad_share = 1.0 - reserved_share
+    if checkpoints:
+        n_counts = len(checkpoints) * BISECTION_STEPS
+        z_count, z_grad = split_gdp(
+            mu, [(n_counts, clip_share), (n_steps, grad_share - clip_share)]
+        )
+        p = tail_fraction(z_grad, n, d, target)
+        if quantile_reliable(n, p, z_count):
+            return FullBatchPlan(n_steps, z_grad, p, checkpoints, z_count)
+    (z_grad,) = split_gdp(mu, [(n_steps, grad_share)])
+    return FullBatchPlan(n_steps, z_grad, tail_fraction(z_grad, n, d, target))
 
 
 @dataclass
@@ -193,8 +234,9 @@ def clipped_dp_gd(
     *,
     step_size,
     clip=None,
+    clip_range=None,
+    clip_start=None,
     clip_cap=math.inf,
-    quantile_target=DEFAULT_TARGET,
     w0=None,
     center=None,
     reg=0.0,
@@ -229,12 +271,18 @@ def clipped_dp_gd(
     rng : numpy.random.Generator
     step_size : float
     clip : float, optional
-        Public clip level; ``None`` estimates it at ``plan.checkpoints`` as
-        the private ``1 - p`` quantile of the gradient norms,
-        ``p = tail_fraction(plan.z_grad, n, d)``.
+        Public clip level. ``None``: at ``plan.checkpoints`` the clip level
+        is the private ``1 - plan.clip_fraction`` quantile of the per-sample
+        gradient norms, searched in ``clip_range``; before the first
+        checkpoint (or without any) it is ``clip_start``.
+    clip_range : tuple (low, high), optional
+        ``log2`` search range (from earlier private releases); required if
+        ``clip`` is ``None``.
+    clip_start : float, optional
+        Clip level before the first checkpoint; default
+        ``2**(clip_range[1] - 6)`` (heavy clipping is the safe side).
     clip_cap : float, default=inf
         Upper bound on the clip level (the truncation level of Algorithm 4).
-    quantile_target : QuantileTarget, optional
     w0 : ndarray of shape (d,), optional
         Start (default ``center`` or 0).
     center : ndarray of shape (d,), optional
@@ -254,8 +302,8 @@ def clipped_dp_gd(
     >>> from skdp.losses import SquaredLoss
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(500, 2)); y = X @ np.array([1.0, -2.0])
-    >>> plan = make_full_batch_plan(np.inf, 40)
-    >>> res = clipped_dp_gd(X, y, SquaredLoss(), plan, rng, step_size=0.5)
+    >>> plan = make_full_batch_plan(np.inf, 500, 2, 40)
+    >>> res = clipped_dp_gd(X, y, SquaredLoss(), plan, rng, step_size=0.5, clip_range=(-10, 6))
     >>> np.round(res.coef, 3)
     array([ 1., -2.])
     """
@@ -266,9 +314,19 @@ def clipped_dp_gd(
     w = center.copy() if w0 is None else np.asarray(w0, dtype=float).copy()
     w = _project(w, center, radius)
     T = int(plan.n_steps)
-    q = 1.0 - tail_fraction(plan.z_grad, n, d, quantile_target)
-    checkpoints = set(plan.checkpoints) if clip is None else set()
-    C = math.inf if clip is None else float(clip)
+    q = 1.0 - plan.clip_fraction
+    if clip is None:
+        if clip_range is None:
+            raise ValueError("A private clip level needs a clip_range.")
+        checkpoints = set(plan.checkpoints)
+        C = (
+            2.0 ** (clip_range[1] - _FALLBACK_OCTAVES)
+            if clip_start is None
+            else clip_start
+        )
+    else:
+        checkpoints = set()
+        C = float(clip)
     with np.errstate(divide="ignore"):
         inv_norms = np.where(row_norms > 0, 1.0 / row_norms, 0.0)
     lr = float(step_size)
@@ -277,7 +335,7 @@ def clipped_dp_gd(
     acc = np.zeros(d)
     n_avg = 0
     first_avg = T // 2
-    prev = None  # (point, released gradient, its norm)
+    prev = None  # (point, released data gradient, norm of the full gradient)
     for t in range(T):
         with np.errstate(over="ignore", invalid="ignore"):
             z = X @ w
@@ -285,7 +343,14 @@ def clipped_dp_gd(
         if t in checkpoints:
             with np.errstate(over="ignore", invalid="ignore"):
                 norms = np.abs(g) * row_norms
-            C = min(clip_cap, noisy_log_quantile(norms, q, plan.z_count, rng))
+            C = noisy_log_quantile(
+                norms,
+                q,
+                plan.z_count,
+                rng,
+                log2_range=clip_range,
+                steps=plan.bisection_steps,
+            )
         C = min(C, clip_cap)
         # clip the scalar derivative: ||g_i x_i|| <= C
         cap = C * inv_norms
@@ -317,43 +382,50 @@ def clipped_dp_gd(
 
 @dataclass(frozen=True)
 class KnownLipschitzPlan:
-    """Noise of :func:`known_lipschitz`: the truncation level, then the GD run.
+    """Noise of :func:`known_lipschitz`: scale quantiles, then the GD run.
 
     Parameters
     ----------
     gd : FullBatchPlan
-    z_trunc : float
-        Multiplier of the counts of the private truncation quantile
-        (``inf`` if the truncation level is public).
-    bisection_steps : int
+    n_scales : int
+        Private scale quantiles over all records (truncation level, and the
+        target scale for the squared loss without a radius); 0 if public.
+    z_scale : float
+        Multiplier of their counts.
+    trunc_fraction : float
+        Fraction of rows the truncation level aims to drop.
     """
 
     gd: FullBatchPlan
-    z_trunc: float = math.inf
-    bisection_steps: int = BISECTION_STEPS
+    n_scales: int = 0
+    z_scale: float = math.inf
+    trunc_fraction: float = 0.0
 
     @property
     def event(self):
         parts = []
-        if not math.isinf(self.z_trunc):
-            parts.append(gaussian_steps(self.z_trunc, self.bisection_steps))
+        if self.n_scales:
+            parts.append(gaussian_steps(self.z_scale, self.n_scales * RANGE_STEPS))
         parts.append(self.gd.event)
         return ComposedDpEvent(parts)
 
 
 def make_known_lipschitz_plan(
-    mu, n_steps, *, private_truncation=True, adaptive_clip=True, bound_share=0.1
+    mu, n, d, n_steps, *, n_scales=1, adaptive_clip=True, bound_share=0.1
 ):
-    """Budget split of Algorithm 4 + DP-GD.
+    """Budget split of Algorithm 4 + DP-GD (shares of ``mu**2``).
 
-    A fifth of ``bound_share`` (of ``mu**2``) goes to the truncation level and
-    the rest of it to the clip levels; the remainder pays for the gradients.
+    A fifth of ``bound_share`` pays for the ``n_scales`` scale quantiles
+    (truncation level and, if needed, target scale), the rest for the clip
+    levels; the remainder pays for the gradients.
 
     Parameters
     ----------
     mu : float
+    n, d : int
     n_steps : int
-    private_truncation : bool, default=True
+    n_scales : int, default=1
+        0 when the truncation level and clip level are public.
     adaptive_clip : bool, default=True
     bound_share : float, default=0.1
 
@@ -364,26 +436,49 @@ def make_known_lipschitz_plan(
     Examples
     --------
     >>> from skdp.privacy import gdp_mu_of
-    >>> plan = make_known_lipschitz_plan(0.3, 30)
+    >>> plan = make_known_lipschitz_plan(0.3, 10_000, 5, 30)
     >>> round(gdp_mu_of(plan.event), 6)
     0.3
     """
-    trunc_share = 0.2 * bound_share if private_truncation else 0.0
-    clip_share = bound_share - trunc_share if adaptive_clip else 0.0
-    trunc_count = BISECTION_STEPS if private_truncation else 0
-    checkpoints = checkpoint_schedule(n_steps) if adaptive_clip else ()
-    n_counts = len(checkpoints) * BISECTION_STEPS
-    grad_share = 1.0 - trunc_share - (clip_share if n_counts else 0.0)
-    z_trunc, z_count, z_grad = split_gdp(
+    scale_share = 0.2 * bound_share if n_scales else 0.0
+    clip_share = bound_share - scale_share
+    gd = make_full_batch_plan(
         mu,
-        [
-            (trunc_count, trunc_share),
-            (n_counts, clip_share if n_counts else 0.0),
-            (n_steps, grad_share),
-        ],
+        n,
+        d,
+        n_steps,
+        adaptive_clip=adaptive_clip,
+        clip_share=clip_share,
+        reserved_share=scale_share,
     )
-    gd = FullBatchPlan(n_steps, z_grad, checkpoints, z_count)
-    return KnownLipschitzPlan(gd, z_trunc)
+    if not n_scales:
+        return KnownLipschitzPlan(gd)
+    (z_scale,) = split_gdp(mu, [(n_scales * RANGE_STEPS, scale_share)])
+    trunc = min(_MAX_TRUNC_FRACTION, gd.clip_fraction / 4.0)
+    return KnownLipschitzPlan(gd, n_scales, z_scale, trunc)
+
+
+def known_lipschitz_scales(loss, radius, *, public_truncation=False, public_clip=False):
+    """Number of private scale quantiles :func:`known_lipschitz` needs.
+
+    Parameters
+    ----------
+    loss : _GLMLoss
+    radius : float
+    public_truncation, public_clip : bool, default=False
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from skdp.losses import SquaredLoss
+    >>> known_lipschitz_scales(SquaredLoss(), math.inf)
+    2
+    """
+    unbounded = math.isinf(radius) and isinstance(loss, SquaredLoss)
+    return int(not public_truncation) + int(unbounded and not public_clip)
 
 
 def known_lipschitz(
@@ -397,7 +492,6 @@ def known_lipschitz(
     truncation=None,
     clip=None,
     radius=math.inf,
-    quantile_target=DEFAULT_TARGET,
     row_norms=None,
 ):
     """Algorithm 4 (KnownLipReduction) followed by clipped DP-GD.
@@ -405,14 +499,16 @@ def known_lipschitz(
     1. Per-row Lipschitz bounds ``L_i`` (:func:`row_lipschitz_bounds`).
     2. Truncation level ``C``: ``truncation`` if given (public, e.g. the
        paper's ``G_k (n sqrt(rho) / sqrt(d))**(1/k)``), else the private
-       ``1 - p / 4`` quantile of ``L_i`` (at most the 0.99 quantile), with
-       ``p`` the clipped fraction of :func:`tail_fraction`.
+       ``1 - plan.trunc_fraction`` quantile of ``L_i``.
     3. Rows with ``L_i > C`` become the zero function (row and target set to
        0: zero gradient for every loss). A per-record map, so neighbouring
        datasets stay neighbours.
-    4. :func:`clipped_dp_gd` on the result; when ``L_i`` is a true Lipschitz
+    4. :func:`clipped_dp_gd` on the result. When ``L_i`` is a true Lipschitz
        bound (finite radius, or logistic/Huber) the clip level is capped at
-       ``C``, so the surviving losses are ``C``-Lipschitz as the paper needs.
+       ``C``, so the surviving losses are ``C``-Lipschitz as the paper
+       needs, and ``C`` is the ceiling of the clip search. For the squared
+       loss without a radius, ``L_i`` ranks rows by norm and the ceiling is
+       ``4 C Y`` with ``Y`` a private quantile of ``|y|``.
 
     Parameters
     ----------
@@ -427,7 +523,6 @@ def known_lipschitz(
         Public clip level (default: private, adaptive).
     radius : float, default=inf
         Domain radius; iterates are projected on ``B(0, radius)``.
-    quantile_target : QuantileTarget, optional
     row_norms : ndarray of shape (n,), optional
 
     Returns
@@ -446,7 +541,7 @@ def known_lipschitz(
     >>> from skdp.losses import LogisticLoss
     >>> rng = np.random.default_rng(0)
     >>> X = rng.standard_t(5, size=(2000, 3)); y = np.sign(X[:, 0] + 0.1)
-    >>> plan = make_known_lipschitz_plan(1.0, 30)
+    >>> plan = make_known_lipschitz_plan(1.0, 2000, 3, 30)
     >>> res = known_lipschitz(X, y, LogisticLoss(), plan, rng, step_size=1.0)
     >>> bool(res.coef[0] > 1.0)
     True
@@ -457,14 +552,27 @@ def known_lipschitz(
     bounds = row_lipschitz_bounds(loss, row_norms, y, radius)
     # with radius=inf the squared-loss "bounds" are only a ranking
     is_lipschitz = not (math.isinf(radius) and isinstance(loss, SquaredLoss))
+    level = (
+        1.0 if plan.z_scale == 0 else scale_level(n, plan.z_scale, plan.trunc_fraction)
+    )
+    needed = (truncation is None) + (clip is None and not is_lipschitz)
+    if plan.n_scales != needed:
+        raise ValueError(
+            "The plan does not pay for the scale quantiles this run needs."
+        )
     if truncation is None:
-        p = tail_fraction(plan.gd.z_grad, n, d, quantile_target)
-        level = 1.0 - min(0.01, p / 4.0)
-        truncation = noisy_log_quantile(bounds, level, plan.z_trunc, rng)
+        truncation = noisy_log_quantile(bounds, level, plan.z_scale, rng)
     keep = bounds <= truncation
     Xt = np.where(keep[:, None], X, 0.0)
     yt = np.where(keep, y, 0.0)
     norms_t = np.where(keep, row_norms, 0.0)
+    clip_range = None
+    if clip is None:
+        if is_lipschitz:
+            clip_range = (math.log2(truncation) - SEARCH_OCTAVES, math.log2(truncation))
+        else:
+            target = noisy_log_quantile(np.abs(y), level, plan.z_scale, rng)
+            clip_range = clip_search_range(loss, truncation, target)
     res = clipped_dp_gd(
         Xt,
         yt,
@@ -473,8 +581,8 @@ def known_lipschitz(
         rng,
         step_size=step_size,
         clip=clip,
+        clip_range=clip_range,
         clip_cap=truncation if is_lipschitz else math.inf,
-        quantile_target=quantile_target,
         radius=radius,
         row_norms=norms_t,
     )

@@ -50,7 +50,21 @@ def glm_derivative(z, y, code, tau):
 
 @njit(cache=True)
 def onepass_phase(
-    X, y, order, start, stop, w0, eta, clip, row_cap, norms, code, tau, center, radius
+    X,
+    y,
+    order,
+    start,
+    stop,
+    w0,
+    eta,
+    clip,
+    row_cap,
+    norms,
+    code,
+    tau,
+    center,
+    radius,
+    avg_start,
 ):
     """One phase of projected, clipped one-pass SGD; returns the iterate average.
 
@@ -59,7 +73,8 @@ def onepass_phase(
     scalar derivative is clipped so that the gradient has norm at most
     ``clip``, ``w <- P(w - eta * g)`` with ``P`` the projection on the ball
     ``B(center, radius)``. Returns the mean of the iterates *before* each
-    step (``x_0 .. x_{T-1}``, Algorithm 5).
+    step (``x_0 .. x_{T-1}``, Algorithm 5) from position ``avg_start`` on
+    (``avg_start = start``: the paper's uniform average).
 
     Parameters
     ----------
@@ -76,6 +91,8 @@ def onepass_phase(
     tau : float
     center : ndarray (d,)
     radius : float
+    avg_start : int
+        First position (in ``[start, stop)``) included in the average.
 
     Returns
     -------
@@ -85,8 +102,9 @@ def onepass_phase(
     w = w0.copy()
     acc = np.zeros(d)
     for k in range(start, stop):
-        for j in range(d):
-            acc[j] += w[j]
+        if k >= avg_start:
+            for j in range(d):
+                acc[j] += w[j]
         r = order[k]
         nrm = norms[r]
         s = 1.0
@@ -116,7 +134,7 @@ def onepass_phase(
                 f = radius / dist
                 for j in range(d):
                     w[j] = center[j] + (w[j] - center[j]) * f
-    m = stop - start
+    m = stop - max(start, avg_start)
     if m > 0:
         for j in range(d):
             acc[j] /= m

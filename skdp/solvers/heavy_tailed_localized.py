@@ -23,10 +23,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..privacy import ParallelDpEvent
+from ..privacy import ComposedDpEvent, ParallelDpEvent, gaussian_steps
 from ..utils import safe_row_norms
-from .heavy_tailed_common import DEFAULT_TARGET
-from .heavy_tailed_gd import FullBatchPlan, clipped_dp_gd, make_full_batch_plan
+from .heavy_tailed_common import (
+    RANGE_STEPS,
+    clip_search_range,
+    private_scales,
+    scales_needed,
+    split_gdp,
+)
+from .heavy_tailed_gd import clipped_dp_gd, make_full_batch_plan
 
 __all__ = [
     "LocalizedPlan",
@@ -134,35 +140,59 @@ class LocalizedPlan:
     ----------
     chunks : list of list of (int, int)
         From :func:`localized_chunks`.
-    run : FullBatchPlan
-        Plan of every chunk's Clipped-DP-SGD run (whole budget each).
+    runs : tuple of FullBatchPlan
+        Plan of every chunk run of each phase (the whole budget each, minus
+        the scale quantiles).
+    n_scales : int
+        Scale quantiles over all records (:func:`private_scales`).
+    z_scale : float
     """
 
     chunks: list
-    run: FullBatchPlan
+    runs: tuple
+    n_scales: int = 0
+    z_scale: float = math.inf
 
     @property
     def event(self):
-        """Parallel composition over all chunks of all phases."""
-        return ParallelDpEvent([self.run.event for phase in self.chunks for _ in phase])
+        """Scale quantiles (all records), then all chunks in parallel."""
+        chunks = ParallelDpEvent(
+            [self.runs[i].event for i, phase in enumerate(self.chunks) for _ in phase]
+        )
+        if not self.n_scales:
+            return chunks
+        scales = gaussian_steps(self.z_scale, self.n_scales * RANGE_STEPS)
+        return ComposedDpEvent([scales, chunks])
 
 
 def make_localized_plan(
-    mu, n, n_steps, *, n_splits=3, n_phases=None, adaptive_clip=True, clip_share=0.1
+    mu,
+    n,
+    d,
+    n_steps,
+    *,
+    n_splits=3,
+    n_phases=None,
+    n_scales=1,
+    adaptive_clip=True,
+    bound_share=0.1,
 ):
-    """Plan of :func:`localized_dp_sgd`.
+    """Plan of :func:`localized_dp_sgd` (shares of ``mu**2``).
 
     Parameters
     ----------
     mu : float
-        GDP budget (every chunk gets all of it: disjoint data).
-    n : int
+        GDP budget (every chunk gets all of it, minus a fifth of
+        ``bound_share`` for the scale quantiles over all records).
+    n, d : int
     n_steps : int
         Gradient steps of each chunk run.
     n_splits : int, default=3
     n_phases : int, optional
+    n_scales : int, default=1
+        0 when the clip level is public.
     adaptive_clip : bool, default=True
-    clip_share : float, default=0.1
+    bound_share : float, default=0.1
 
     Returns
     -------
@@ -171,15 +201,26 @@ def make_localized_plan(
     Examples
     --------
     >>> from skdp.privacy import gdp_mu_of
-    >>> plan = make_localized_plan(0.4, 1000, 20)
+    >>> plan = make_localized_plan(0.4, 10_000, 5, 20)
     >>> round(gdp_mu_of(plan.event), 6)
     0.4
     """
     chunks = localized_chunks(n, n_splits, n_phases)
-    run = make_full_batch_plan(
-        mu, n_steps, adaptive_clip=adaptive_clip, clip_share=clip_share
+    scale_share = 0.2 * bound_share if n_scales else 0.0
+    runs = tuple(
+        make_full_batch_plan(
+            mu,
+            min(b - a for a, b in phase),
+            d,
+            n_steps,
+            adaptive_clip=adaptive_clip,
+            clip_share=bound_share - scale_share,
+            reserved_share=scale_share,
+        )
+        for phase in chunks
     )
-    return LocalizedPlan(chunks, run)
+    z_scale = split_gdp(mu, [(n_scales * RANGE_STEPS, scale_share)])[0]
+    return LocalizedPlan(chunks, runs, n_scales, z_scale)
 
 
 @dataclass
@@ -216,7 +257,6 @@ def localized_dp_sgd(
     clip=None,
     radius=math.inf,
     localization_radius=None,
-    quantile_target=DEFAULT_TARGET,
     row_norms=None,
     order=None,
 ):
@@ -236,14 +276,17 @@ def localized_dp_sgd(
         size of a first-phase chunk: Proposition 2's optimal ``lambda``
         scales like ``Delta / D`` with ``Delta ~ G / sqrt(m)``; the constant
         is practical (the paper's ``C_reg-pop`` is unspecified).
-    clip : float, optional
-        Public clip level of every run (default: private, adaptive).
+    clip : float or callable, optional
+        Public clip level of every run, or ``m -> C`` for chunks of ``m``
+        records. Default: a private row-norm bound (and target scale) over
+        all records sets the search range, then each run estimates its clip
+        levels privately (:func:`clipped_dp_gd`); a run too small for a
+        reliable search starts from the previous phase's median level.
     radius : float, default=inf
         Final output is projected on ``B(0, radius)``.
     localization_radius : callable, optional
         ``lambda -> r``: chunk runs are projected on ``B(x_{i-1}, r)``
         (the paper's ``r = 2 G_1 / lambda``). Default: no ball.
-    quantile_target : QuantileTarget, optional
     row_norms : ndarray of shape (n,), optional
     order : ndarray of shape (n,), optional
         Public permutation (default drawn from ``rng``).
@@ -262,7 +305,7 @@ def localized_dp_sgd(
     >>> from skdp.losses import SquaredLoss
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(3000, 2)); y = X @ np.array([1.0, -1.0])
-    >>> plan = make_localized_plan(np.inf, 3000, 40)
+    >>> plan = make_localized_plan(np.inf, 3000, 2, 40, n_scales=2)
     >>> res = localized_dp_sgd(X, y, SquaredLoss(), plan, rng, step_size=0.5)
     >>> np.round(res.coef, 1)  # lambda_1 shrinks towards 0 by ~2%
     array([ 1., -1.])
@@ -277,24 +320,35 @@ def localized_dp_sgd(
     if reg is None:
         first = plan.chunks[0][0]
         reg = curv / math.sqrt(max(first[1] - first[0], 1))
+    clip_range = None
+    if clip is None:
+        if plan.n_scales != scales_needed(loss):
+            raise ValueError(
+                "The plan does not pay for the scale quantiles of this loss."
+            )
+        row_bound, target_bound = private_scales(row_norms, y, loss, plan.z_scale, rng)
+        clip_range = clip_search_range(loss, row_bound, target_bound)
     x = np.zeros(d)
     regs, clips, steps = [], [], []
     n_iter = 0
+    clip_start = None
     for i, phase in enumerate(plan.chunks):
         lam = float(reg) * REG_GROWTH**i
         r = math.inf if localization_radius is None else float(localization_radius(lam))
         outs, c_i, s_i = [], [], []
         for start, stop in phase:
             idx = order[start:stop]
+            run_clip = clip(stop - start) if callable(clip) else clip
             res = clipped_dp_gd(
                 X[idx],
                 y[idx],
                 loss,
-                plan.run,
+                plan.runs[i],
                 rng,
                 step_size=step_size,
-                clip=clip,
-                quantile_target=quantile_target,
+                clip=run_clip,
+                clip_range=clip_range,
+                clip_start=clip_start,
                 w0=x,
                 center=x,
                 reg=lam,
@@ -305,6 +359,8 @@ def localized_dp_sgd(
             c_i.append(res.clip_levels)
             s_i.append(res.step_sizes)
             n_iter += res.n_iter
+        # post-processing: the next phase starts from this phase's levels
+        clip_start = float(np.median([c[-1] for c in c_i]))
         x = aggregate(np.array(outs))
         regs.append(lam)
         clips.append(c_i)

@@ -37,9 +37,14 @@ from ..utils import safe_row_norms
 from .heavy_tailed_common import (
     BISECTION_STEPS,
     DEFAULT_TARGET,
+    RANGE_STEPS,
+    clip_search_range,
     loss_code,
     noisy_log_quantile,
+    private_scales,
+    quantile_reliable,
     safe_derivatives,
+    scales_needed,
     split_gdp,
     tail_fraction,
 )
@@ -58,6 +63,9 @@ __all__ = [
 STEP_DECAY = 16.0
 #: Clip growth between phases when the clip level is public (C_i = 2**i C).
 CLIP_GROWTH = 2.0
+#: Without a reliable search, the clip level is this many octaves below the
+#: ceiling of the search range (heavy clipping is the safe side).
+_FALLBACK_OCTAVES = 6.0
 
 
 def onepass_phase_sizes(n):
@@ -94,44 +102,68 @@ class OnePassPlan:
     ----------
     sizes : tuple of int
         Phase sizes.
-    z_out : float
-        Multiplier of each phase output (sensitivity ``2 eta_i C_i``).
+    z_out : tuple of float
+        Multiplier of each phase output (sensitivity ``2 eta_i C_i``); a
+        phase without a clip search puts that share into its output.
+    clip_fractions : tuple of float
+        Target clipped fraction of each phase.
+    searches : tuple of bool
+        Whether phase ``i`` estimates its clip level privately on its batch.
     z_count : float
-        Multiplier of the counts of each phase's private clip level
-        (``inf`` if the clip level is public).
+        Multiplier of those counts.
+    n_scales : int
+        Scale quantiles over all records (:func:`private_scales`).
+    z_scale : float
     bisection_steps : int
     """
 
     sizes: tuple
-    z_out: float
+    z_out: tuple
+    clip_fractions: tuple
+    searches: tuple
     z_count: float = math.inf
+    n_scales: int = 0
+    z_scale: float = math.inf
     bisection_steps: int = BISECTION_STEPS
 
-    def phase_event(self):
+    def phase_event(self, i):
         parts = []
-        if not math.isinf(self.z_count):
+        if self.searches[i]:
             parts.append(gaussian_steps(self.z_count, self.bisection_steps))
-        parts.append(gaussian_steps(self.z_out, 1))
+        parts.append(gaussian_steps(self.z_out[i], 1))
         return ComposedDpEvent(parts)
 
     @property
     def event(self):
-        """Parallel composition over the disjoint phases."""
-        return ParallelDpEvent([self.phase_event() for _ in self.sizes])
+        """Scale quantiles (all records), then parallel disjoint phases."""
+        phases = ParallelDpEvent([self.phase_event(i) for i in range(len(self.sizes))])
+        if not self.n_scales:
+            return phases
+        scales = gaussian_steps(self.z_scale, self.n_scales * RANGE_STEPS)
+        return ComposedDpEvent([scales, phases])
 
 
-def make_onepass_plan(mu, n, *, adaptive_clip=True, clip_share=0.1):
-    """Budget of Algorithm 8: every phase gets the whole ``mu`` (disjoint data).
+def make_onepass_plan(
+    mu, n, d, *, n_scales=1, adaptive_clip=True, bound_share=0.1, target=DEFAULT_TARGET
+):
+    """Budget of Algorithm 8 (shares of ``mu**2``).
+
+    Every record is in one phase, so every phase gets the whole budget left
+    after the scale quantiles (a fifth of ``bound_share``, over all
+    records); a phase spends the rest of ``bound_share`` on its clip level
+    when that search is reliable (:func:`quantile_reliable`).
 
     Parameters
     ----------
     mu : float
         GDP budget.
-    n : int
+    n, d : int
+    n_scales : int, default=1
+        0 when the clip levels are public.
     adaptive_clip : bool, default=True
         Estimate each phase's clip level privately on its batch.
-    clip_share : float, default=0.1
-        Share of ``mu**2`` of each phase spent on its clip level.
+    bound_share : float, default=0.1
+    target : QuantileTarget, optional
 
     Returns
     -------
@@ -140,18 +172,27 @@ def make_onepass_plan(mu, n, *, adaptive_clip=True, clip_share=0.1):
     Examples
     --------
     >>> from skdp.privacy import certify_epsilon, gdp_mu
-    >>> plan = make_onepass_plan(gdp_mu(1.0, 1e-5), 1000)
+    >>> plan = make_onepass_plan(gdp_mu(1.0, 1e-5), 1000, 5)
     >>> round(certify_epsilon(plan.event, 1e-5), 4)
     1.0
     """
     sizes = tuple(onepass_phase_sizes(n))
+    scale_share = 0.2 * bound_share if n_scales else 0.0
+    z_scale = split_gdp(mu, [(n_scales * RANGE_STEPS, scale_share)])[0]
+    (z_alone,) = split_gdp(mu, [(1, 1.0 - scale_share)])
+    z_count, z_with = math.inf, z_alone
     if adaptive_clip:
-        z_count, z_out = split_gdp(
-            mu, [(BISECTION_STEPS, clip_share), (1, 1 - clip_share)]
+        z_count, z_with = split_gdp(
+            mu,
+            [(BISECTION_STEPS, bound_share - scale_share), (1, 1.0 - bound_share)],
         )
-    else:
-        z_count, (z_out,) = math.inf, split_gdp(mu, [(1, 1.0)])
-    return OnePassPlan(sizes, z_out, z_count)
+    fractions = tuple(tail_fraction(z_with, m, d, target) for m in sizes)
+    searches = tuple(
+        adaptive_clip and quantile_reliable(m, p, z_count)
+        for m, p in zip(sizes, fractions)
+    )
+    z_out = tuple(z_with if s else z_alone for s in searches)
+    return OnePassPlan(sizes, z_out, fractions, searches, z_count, n_scales, z_scale)
 
 
 def paper_onepass_parameters(n, d, rho, k, G_2, G_k, diameter):
@@ -230,9 +271,10 @@ def onepass_clipped_dp_sgd(
     clip=None,
     feature_norm=math.inf,
     radius=math.inf,
-    quantile_target=DEFAULT_TARGET,
     row_norms=None,
     order=None,
+    step_decay=STEP_DECAY,
+    tail_average=0.0,
     return_phase_averages=False,
 ):
     """Algorithm 8 (OnePass-Clipped-DP-SGD) for a GLM loss.
@@ -248,14 +290,16 @@ def onepass_clipped_dp_sgd(
     step_size : float
         ``eta_1``, the step of the first phase (public).
     clip : float, optional
-        Public first-phase clip level ``C_1`` (then ``C_i = 2**(i-1) C_1``);
-        ``None`` estimates ``C_i`` privately on phase ``i``'s batch at its
-        starting point (``1 - p`` quantile, :func:`tail_fraction`).
+        Public first-phase clip level ``C_1`` (then ``C_i = 2**(i-1) C_1``).
+        ``None``: a private row-norm bound (and target scale) over all
+        records sets the search range; ``C_i`` is the private
+        ``1 - plan.clip_fractions[i]`` quantile of the gradient norms of
+        phase ``i``'s batch at its starting point, or the previous phase's
+        level when ``plan.searches[i]`` is False.
     feature_norm : float, default=inf
         Public bound: rows are also scaled to norm at most this.
     radius : float, default=inf
         Domain ``B(0, radius)``; iterates and outputs are projected on it.
-    quantile_target : QuantileTarget, optional
     row_norms : ndarray of shape (n,), optional
     order : ndarray of shape (n,), optional
         Public permutation (default: drawn from ``rng``). Tests pass one to
@@ -278,7 +322,7 @@ def onepass_clipped_dp_sgd(
     >>> from skdp.losses import SquaredLoss
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(20000, 2)); y = X @ np.array([1.0, -1.0])
-    >>> plan = make_onepass_plan(np.inf, 20000)
+    >>> plan = make_onepass_plan(np.inf, 20000, 2, n_scales=2)
     >>> res = onepass_clipped_dp_sgd(X, y, SquaredLoss(), plan, rng, step_size=0.01)
     >>> np.round(res.coef, 2)
     array([ 1., -1.])
@@ -295,26 +339,50 @@ def onepass_clipped_dp_sgd(
     curv = float(loss.curvature_bound)
     center = np.zeros(d)
     sizes = plan.sizes
+    curv = float(loss.curvature_bound)
+    row_bound = target_bound = None
+    if clip is None:
+        if plan.n_scales != scales_needed(loss):
+            raise ValueError(
+                "The plan does not pay for the scale quantiles of this loss."
+            )
+        row_bound, target_bound = private_scales(row_norms, y, loss, plan.z_scale, rng)
     w = np.zeros(d)
     etas, clips, caps, averages = [], [], [], []
+    C = None
     start = 0
     for i, m in enumerate(sizes):
-        eta = float(step_size) / STEP_DECAY**i
+        eta = float(step_size) / float(step_decay) ** i
         # smoothness guard: eta * curv * ||a||**2 <= 2 for every row
         row_cap = min(float(feature_norm), math.sqrt(2.0 / (curv * eta)))
         idx = order[start : start + m]
-        if clip is None:
-            norms_i = np.minimum(row_norms[idx], row_cap)
-            with np.errstate(over="ignore", invalid="ignore"):
-                scale = np.where(
-                    row_norms[idx] > row_cap, row_cap / row_norms[idx], 1.0
-                )
-                z = (X[idx] * scale[:, None]) @ w
-            g = safe_derivatives(loss, z, y[idx])
-            q = 1.0 - tail_fraction(plan.z_out, m, d, quantile_target)
-            C = noisy_log_quantile(np.abs(g) * norms_i, q, plan.z_count, rng)
-        else:
+        if clip is not None:
             C = float(clip) * CLIP_GROWTH**i
+        else:
+            search = clip_search_range(loss, min(row_bound, row_cap), target_bound)
+            if plan.searches[i]:
+                norms_i = np.minimum(row_norms[idx], row_cap)
+                with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                    scale = np.where(
+                        row_norms[idx] > row_cap, row_cap / row_norms[idx], 1.0
+                    )
+                    z = (X[idx] * scale[:, None]) @ w
+                g = safe_derivatives(loss, z, y[idx])
+                C = noisy_log_quantile(
+                    np.abs(g) * norms_i,
+                    1.0 - plan.clip_fractions[i],
+                    plan.z_count,
+                    rng,
+                    log2_range=search,
+                    steps=plan.bisection_steps,
+                )
+            elif C is None:
+                # too few records for a reliable search: heavy clipping
+                C = 2.0 ** (search[1] - _FALLBACK_OCTAVES)
+        # average of the phase's last ``tail_average`` iterates (0: all)
+        avg_start = start
+        if tail_average:
+            avg_start = min(start + int((1.0 - tail_average) * m), start + m - 1)
         avg = onepass_phase(
             X,
             y,
@@ -330,11 +398,12 @@ def onepass_clipped_dp_sgd(
             tau,
             center,
             float(radius),
+            avg_start,
         )
         if return_phase_averages:
             averages.append(avg.copy())
         # Gaussian mechanism on the phase average: sensitivity 2 eta C
-        w = avg + gaussian_noise(rng, 2.0 * eta * C * plan.z_out, d)
+        w = avg + gaussian_noise(rng, 2.0 * eta * C * plan.z_out[i], d)
         if not math.isinf(radius):
             nrm = float(np.linalg.norm(w))
             if nrm > radius:
