@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..base import PrivateEstimatorMixin
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
 from ..privacy import ComposedDpEvent, gdp_mu
-from ..solvers.heavy_tailed_common import scales_needed
+from ..solvers.heavy_tailed_common import fast_row_norms, scales_needed
 from ..solvers.heavy_tailed_gd import (
     known_lipschitz,
     known_lipschitz_scales,
@@ -33,7 +33,7 @@ from ..solvers.heavy_tailed_onepass import (
     onepass_clipped_dp_sgd,
     paper_onepass_parameters,
 )
-from ..utils import add_intercept_column, clip_rows, safe_row_norms
+from ..utils import add_intercept_column, clip_rows
 
 __all__ = ["HeavyTailedLinearRegression", "HeavyTailedLogisticRegression"]
 
@@ -84,7 +84,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         """Public per-record maps: feature-norm clip, then the intercept column."""
         X = np.asarray(X, dtype=np.float64)
         if self.feature_norm is not None:
-            X = clip_rows(X, float(self.feature_norm), safe_row_norms(X))
+            X = clip_rows(X, float(self.feature_norm), fast_row_norms(X))
         if self.fit_intercept:
             # a public constant feature: centring would need the data's mean
             X = add_intercept_column(X, 1.0)
@@ -145,7 +145,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         """Run the solver; returns ``(w, info)`` with private releases only."""
         n, d = X.shape
         radius = self._radius()
-        row_norms = safe_row_norms(X)
+        row_norms = fast_row_norms(X)
         k = int(self.k)
         if self.solver == "known_lipschitz":
             truncation = clip = None

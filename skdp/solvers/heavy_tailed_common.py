@@ -31,6 +31,7 @@ import numpy as np
 
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
 from ..privacy import gaussian_noise
+from ..utils import safe_row_norms
 
 __all__ = [
     "BISECTION_STEPS",
@@ -50,6 +51,7 @@ __all__ = [
     "row_lipschitz_bounds",
     "loss_code",
     "safe_derivatives",
+    "fast_row_norms",
 ]
 
 #: Public range of the scale quantiles, in ``log2`` units (about 1e-6 to
@@ -466,3 +468,33 @@ def scales_needed(loss):
     (1, 2)
     """
     return 2 if math.isinf(loss.derivative_bound) else 1
+
+
+def fast_row_norms(X):
+    """Row norms, fast for ordinary data and overflow-safe for extreme rows.
+
+    ``sqrt(sum x**2)`` in one pass; rows whose result is not finite, or so
+    large or so small that squaring may have overflowed or underflowed, are
+    recomputed with :func:`skdp.utils.safe_row_norms`.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+
+    Returns
+    -------
+    ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fast_row_norms(np.array([[3.0, 4.0], [1e300, 1e300]]))
+    array([5.00000000e+000, 1.41421356e+300])
+    """
+    X = np.asarray(X, dtype=float)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    bad = ~np.isfinite(norms) | (norms > 1e150) | (norms < 1e-150)
+    if np.any(bad):
+        norms[bad] = safe_row_norms(X[bad])
+    return norms

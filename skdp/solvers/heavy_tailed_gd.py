@@ -24,13 +24,13 @@ import numpy as np
 
 from ..losses import SquaredLoss
 from ..privacy import ComposedDpEvent, gaussian_noise, gaussian_steps
-from ..utils import safe_row_norms
 from .heavy_tailed_common import (
     BISECTION_STEPS,
     DEFAULT_TARGET,
     RANGE_STEPS,
     SEARCH_OCTAVES,
     clip_search_range,
+    fast_row_norms,
     noisy_log_quantile,
     quantile_reliable,
     row_lipschitz_bounds,
@@ -39,6 +39,7 @@ from .heavy_tailed_common import (
     split_gdp,
     tail_fraction,
 )
+from .heavy_tailed_kernels import clipped_gradient_sum
 
 __all__ = [
     "FullBatchPlan",
@@ -309,7 +310,7 @@ def clipped_dp_gd(
     """
     n, d = X.shape
     if row_norms is None:
-        row_norms = safe_row_norms(X)
+        row_norms = fast_row_norms(X)
     center = np.zeros(d) if center is None else np.asarray(center, dtype=float)
     w = center.copy() if w0 is None else np.asarray(w0, dtype=float).copy()
     w = _project(w, center, radius)
@@ -336,26 +337,29 @@ def clipped_dp_gd(
     n_avg = 0
     first_avg = T // 2
     prev = None  # (point, released data gradient, norm of the full gradient)
+    X = np.ascontiguousarray(X, dtype=float)
+    y = np.ascontiguousarray(y, dtype=float)
     for t in range(T):
-        with np.errstate(over="ignore", invalid="ignore"):
-            z = X @ w
-        g = safe_derivatives(loss, z, y)
         if t in checkpoints:
             with np.errstate(over="ignore", invalid="ignore"):
+                g = safe_derivatives(loss, X @ w, y)
                 norms = np.abs(g) * row_norms
-            C = noisy_log_quantile(
-                norms,
-                q,
-                plan.z_count,
-                rng,
-                log2_range=clip_range,
-                steps=plan.bisection_steps,
+            C = min(
+                clip_cap,
+                noisy_log_quantile(
+                    norms,
+                    q,
+                    plan.z_count,
+                    rng,
+                    log2_range=clip_range,
+                    steps=plan.bisection_steps,
+                ),
             )
         C = min(C, clip_cap)
-        # clip the scalar derivative: ||g_i x_i|| <= C
-        cap = C * inv_norms
-        g = np.clip(g, -cap, cap)
-        noisy_sum = X.T @ g + gaussian_noise(rng, 2.0 * C * plan.z_grad, d)
+        # sum of per-sample gradients clipped to C (scalar derivative clipped
+        # to C / ||x_i||); rows with zero norm (e.g. truncated) are skipped
+        clipped_sum = clipped_gradient_sum(X, y, w, inv_norms, C, loss)
+        noisy_sum = clipped_sum + gaussian_noise(rng, 2.0 * C * plan.z_grad, d)
         data_grad = noisy_sum / n
         clip_levels[t] = C
         gnorm = float(np.linalg.norm(data_grad + reg * (w - center)))
@@ -548,7 +552,7 @@ def known_lipschitz(
     """
     n, d = X.shape
     if row_norms is None:
-        row_norms = safe_row_norms(X)
+        row_norms = fast_row_norms(X)
     bounds = row_lipschitz_bounds(loss, row_norms, y, radius)
     # with radius=inf the squared-loss "bounds" are only a ranking
     is_lipschitz = not (math.isinf(radius) and isinstance(loss, SquaredLoss))
@@ -562,9 +566,9 @@ def known_lipschitz(
         )
     if truncation is None:
         truncation = noisy_log_quantile(bounds, level, plan.z_scale, rng)
+    # Algorithm 4: rows above the truncation level become the zero function;
+    # a zero norm makes every solver step skip the row (no copy of X)
     keep = bounds <= truncation
-    Xt = np.where(keep[:, None], X, 0.0)
-    yt = np.where(keep, y, 0.0)
     norms_t = np.where(keep, row_norms, 0.0)
     clip_range = None
     if clip is None:
@@ -574,8 +578,8 @@ def known_lipschitz(
             target = noisy_log_quantile(np.abs(y), level, plan.z_scale, rng)
             clip_range = clip_search_range(loss, truncation, target)
     res = clipped_dp_gd(
-        Xt,
-        yt,
+        X,
+        y,
         loss,
         plan.gd,
         rng,

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..privacy import ComposedDpEvent, ParallelDpEvent, gaussian_steps
-from ..utils import safe_row_norms
 from .heavy_tailed_common import (
     RANGE_STEPS,
     clip_search_range,
+    fast_row_norms,
     private_scales,
     scales_needed,
     split_gdp,
@@ -313,7 +313,7 @@ def localized_dp_sgd(
     X = np.asarray(X, dtype=float)
     n, d = X.shape
     if row_norms is None:
-        row_norms = safe_row_norms(X)
+        row_norms = fast_row_norms(X)
     if order is None:
         order = rng.permutation(n)
     curv = float(loss.curvature_bound)

@@ -33,12 +33,12 @@ from ..privacy import (
     gaussian_noise,
     gaussian_steps,
 )
-from ..utils import safe_row_norms
 from .heavy_tailed_common import (
     BISECTION_STEPS,
     DEFAULT_TARGET,
     RANGE_STEPS,
     clip_search_range,
+    fast_row_norms,
     loss_code,
     noisy_log_quantile,
     private_scales,
@@ -331,7 +331,7 @@ def onepass_clipped_dp_sgd(
     y = np.ascontiguousarray(y, dtype=float)
     n, d = X.shape
     if row_norms is None:
-        row_norms = safe_row_norms(X)
+        row_norms = fast_row_norms(X)
     if order is None:
         order = rng.permutation(n)
     order = np.ascontiguousarray(order, dtype=np.int64)
