@@ -117,7 +117,8 @@ def localized_chunks(n, n_splits, n_phases=None):
     >>> localized_chunks(20, 2)
     [[(0, 6), (6, 13)], [(13, 16), (16, 18)], [(18, 19), (19, 20)]]
     """
-    n, J = int(n), int(n_splits)
+    n = int(n)
+    J = max(1, min(int(n_splits), n))  # public: never more chunks than records
     if n_phases is None:
         n_phases = int(math.floor(math.log2(max(n / J, 1.0))))
     n_phases = max(1, int(n_phases))
