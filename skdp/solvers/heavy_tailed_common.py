@@ -42,6 +42,7 @@ __all__ = [
     "clip_search_range",
     "quantile_reliable",
     "scale_level",
+    "scale_quantile",
     "scales_needed",
     "QuantileTarget",
     "DEFAULT_TARGET",
@@ -323,9 +324,9 @@ def quantile_reliable(n, p, z):
     """Whether a private quantile search on ``n`` records is worth its budget.
 
     Near the answer a count is about ``(1 - p) n``; its noise ``z`` moves the
-    clipped fraction by ``z / n``. If that exceeds half of ``min(p, 1 - p)``
-    the search returns noise, so it is skipped (public rule: ``n``, ``p`` and
-    ``z`` are public).
+    clipped fraction by about ``z / n``. The search is run only if that is
+    at most ``min(p, 1 - p) / 1.5`` (public rule: ``n``, ``p`` and ``z`` are
+    public); otherwise its answer would be mostly noise.
 
     Parameters
     ----------
@@ -346,7 +347,7 @@ def quantile_reliable(n, p, z):
     """
     if z == 0:
         return True
-    return bool(z <= 0.5 * min(p, 1.0 - p) * n)
+    return bool(1.5 * z <= min(p, 1.0 - p) * n)
 
 
 def clip_search_range(loss, row_bound, target_bound):
@@ -408,13 +409,51 @@ def scale_level(n, z, tail):
     return float(1.0 - min(0.5, max(float(tail), 2.0 * float(z) / max(n, 1))))
 
 
+#: When ``n`` cannot support the target tail, a lower quantile times this
+#: public factor stands in for the high quantile (so that Algorithm 4 never
+#: truncates a large fraction of the data and search ranges stay wide).
+UNRELIABLE_SLACK = 4.0
+
+
+def scale_quantile(values, tail, z, rng):
+    """Private high quantile of positive per-record values, robust to small ``n``.
+
+    Returns the :func:`scale_level` quantile (``RANGE_STEPS`` counts of
+    multiplier ``z``), times :data:`UNRELIABLE_SLACK` when that level had to
+    be lowered below ``1 - tail``; with ``z = 0`` the exact
+    ``1 - tail`` quantile.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n,)
+    tail : float
+    z : float
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> v = np.arange(1.0, 1001.0)
+    >>> 1000 <= scale_quantile(v, 0.0, 0.0, np.random.default_rng(0)) <= 1030
+    True
+    """
+    n = np.asarray(values).size
+    target = 1.0 - float(tail)
+    level = target if z == 0 else scale_level(n, z, tail)
+    estimate = noisy_log_quantile(values, level, z, rng)
+    return estimate * (UNRELIABLE_SLACK if level < target else 1.0)
+
+
 def private_scales(row_norms, y, loss, z, rng, *, tail=SCALE_TAIL):
     """Private row-norm bound and (squared loss) target bound, over all records.
 
-    Each is the :func:`scale_level` quantile found by
-    :func:`noisy_log_quantile` over :data:`LOG2_RANGE` with
-    :data:`RANGE_STEPS` counts of multiplier ``z``. With ``z = 0`` the level
-    is 1 (the exact maxima), so the non-private path clips nothing.
+    Each is a :func:`scale_quantile` (``RANGE_STEPS`` counts of multiplier
+    ``z``). With ``z = 0`` the level is 1 (the exact maxima), so the
+    non-private path clips nothing.
 
     Parameters
     ----------
@@ -439,14 +478,11 @@ def private_scales(row_norms, y, loss, z, rng, *, tail=SCALE_TAIL):
     >>> round(b, 1), round(t, 1)
     (1.0, 3.0)
     """
-    n = np.asarray(row_norms).size
-    level = 1.0 if z == 0 else scale_level(n, z, tail)
-    row_bound = noisy_log_quantile(row_norms, level, z, rng)
+    tail = 0.0 if z == 0 else tail
+    row_bound = scale_quantile(row_norms, tail, z, rng)
     target_bound = None
     if scales_needed(loss) == 2:
-        target_bound = noisy_log_quantile(
-            np.abs(np.asarray(y, dtype=float)), level, z, rng
-        )
+        target_bound = scale_quantile(np.abs(np.asarray(y, dtype=float)), tail, z, rng)
     return row_bound, target_bound
 
 

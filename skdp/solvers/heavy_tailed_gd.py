@@ -35,7 +35,7 @@ from .heavy_tailed_common import (
     quantile_reliable,
     row_lipschitz_bounds,
     safe_derivatives,
-    scale_level,
+    scale_quantile,
     split_gdp,
     tail_fraction,
 )
@@ -503,7 +503,9 @@ def known_lipschitz(
     1. Per-row Lipschitz bounds ``L_i`` (:func:`row_lipschitz_bounds`).
     2. Truncation level ``C``: ``truncation`` if given (public, e.g. the
        paper's ``G_k (n sqrt(rho) / sqrt(d))**(1/k)``), else the private
-       ``1 - plan.trunc_fraction`` quantile of ``L_i``.
+       ``1 - plan.trunc_fraction`` quantile of ``L_i`` (at most 1% of the
+       rows; on data too small for that quantile, a lower one times 4, see
+       :func:`scale_quantile`).
     3. Rows with ``L_i > C`` become the zero function (row and target set to
        0: zero gradient for every loss). A per-record map, so neighbouring
        datasets stay neighbours.
@@ -556,16 +558,14 @@ def known_lipschitz(
     bounds = row_lipschitz_bounds(loss, row_norms, y, radius)
     # with radius=inf the squared-loss "bounds" are only a ranking
     is_lipschitz = not (math.isinf(radius) and isinstance(loss, SquaredLoss))
-    level = (
-        1.0 if plan.z_scale == 0 else scale_level(n, plan.z_scale, plan.trunc_fraction)
-    )
+    tail = 0.0 if plan.z_scale == 0 else plan.trunc_fraction
     needed = (truncation is None) + (clip is None and not is_lipschitz)
     if plan.n_scales != needed:
         raise ValueError(
             "The plan does not pay for the scale quantiles this run needs."
         )
     if truncation is None:
-        truncation = noisy_log_quantile(bounds, level, plan.z_scale, rng)
+        truncation = scale_quantile(bounds, tail, plan.z_scale, rng)
     # Algorithm 4: rows above the truncation level become the zero function;
     # a zero norm makes every solver step skip the row (no copy of X)
     keep = bounds <= truncation
@@ -575,7 +575,7 @@ def known_lipschitz(
         if is_lipschitz:
             clip_range = (math.log2(truncation) - SEARCH_OCTAVES, math.log2(truncation))
         else:
-            target = noisy_log_quantile(np.abs(y), level, plan.z_scale, rng)
+            target = scale_quantile(np.abs(y), tail, plan.z_scale, rng)
             clip_range = clip_search_range(loss, truncation, target)
     res = clipped_dp_gd(
         X,
