@@ -277,7 +277,7 @@ def synthetic(kind, ns, epsilons, reps, log):
                         )
                     )
             log(f"{kind} n={n} rep={rep} done")
-    return rows
+    return rows, lrs
 
 
 def summarize(rows):
@@ -540,8 +540,20 @@ def report(args, res, times, diab, adult_res, reps, elapsed):
                 f"convex problems the expected rate is n^-1 (statistical) to n^-2 (privacy).",
                 "",
             ]
-        if "lr" in res[kind]:
-            pass
+        lrs = res[kind]["lr"]
+        lines += [
+            "DP-GD step sizes (tuned per C on an independent replicate):",
+            "",
+            "| n | eps | C=0.1 | C=1 | C=10 |",
+            "|---|---|---|---|---|",
+        ]
+        for n_, eps_ in sorted({(k[0], k[1]) for k in lrs}):
+            lines.append(
+                f"| {n_:.0e} | {eps_:g} | "
+                + " | ".join(f"{lrs[(n_, eps_, C)]:g}" for C in CLIPS)
+                + " |"
+            )
+        lines.append("")
     # targets
     lines += ["## Targets", ""]
     lines += [
@@ -649,8 +661,8 @@ def main():
         reps = {1_000: 8, 10_000: 5, 100_000: 3, 1_000_000: 2}
     res = {}
     for kind in ("linear", "logistic"):
-        rows = synthetic(kind, ns, epsilons, reps, log)
-        res[kind] = {"rows": rows, "summary": summarize(rows)}
+        rows, lrs = synthetic(kind, ns, epsilons, reps, log)
+        res[kind] = {"rows": rows, "summary": summarize(rows), "lr": lrs}
     times = (
         {}
         if args.quick

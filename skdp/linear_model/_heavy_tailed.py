@@ -24,6 +24,7 @@ from ..solvers.heavy_tailed_gd import (
     known_lipschitz,
     known_lipschitz_scales,
     make_known_lipschitz_plan,
+    practical_step_size,
 )
 from ..solvers.heavy_tailed_localized import localized_dp_sgd, make_localized_plan
 from ..solvers.heavy_tailed_onepass import (
@@ -37,8 +38,6 @@ from ..utils import add_intercept_column, clip_rows
 
 __all__ = ["HeavyTailedLinearRegression", "HeavyTailedLogisticRegression"]
 
-#: Default full-batch step sizes, chosen on standardized synthetic data.
-_DEFAULT_STEP = {"squared": 0.5, "huber": 0.5, "logistic": 1.0}
 #: One-pass SGD, practical schedule (measured on the benchmark's synthetic
 #: data, see benchmarks/results/heavy_tailed.md): first-phase step
 #: ``_ONEPASS_STEP / sqrt(n) / curvature`` (the paper's eta also scales like
@@ -73,12 +72,10 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
     def _radius(self):
         return math.inf if self.radius is None else float(self.radius)
 
-    def _step(self, loss_name):
-        return (
-            _DEFAULT_STEP[loss_name]
-            if self.step_size is None
-            else float(self.step_size)
-        )
+    def _step(self, loss, clip_fraction):
+        if self.step_size is not None:
+            return float(self.step_size)
+        return practical_step_size(loss.curvature_bound, clip_fraction)
 
     def _prepare_X(self, X):
         """Public per-record maps: feature-norm clip, then the intercept column."""
@@ -161,7 +158,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 loss,
                 plan,
                 rng,
-                step_size=self._step(loss_name),
+                step_size=self._step(loss, plan.gd.clip_fraction),
                 truncation=truncation,
                 clip=clip,
                 radius=radius,
@@ -228,7 +225,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
             loss,
             plan,
             rng,
-            step_size=self._step(loss_name),
+            step_size=self._step(loss, plan.runs[0].clip_fraction),
             clip=clip,
             radius=radius,
             localization_radius=loc_radius,
@@ -350,8 +347,11 @@ _COMMON_DOC = """
         Gradient steps of each full-batch run (``known_lipschitz``, and each
         chunk of ``localized``). Noise is calibrated to this number.
     step_size : float, default=None
-        Full-batch step (default 0.5 for squared/Huber, 1.0 for logistic,
-        for standardized features), or ``onepass``'s first-phase step (default
+        Full-batch step. Default (for standardized features):
+        ``max(0.25, min(1, sqrt(0.006 / p)) / curvature)`` with ``p`` the
+        planned clipped fraction, i.e. ``1 / curvature`` when the noise is
+        small and smaller steps (more averaging) when it dominates. For
+        ``onepass``, the first-phase step (default
         ``min(0.5, 0.06 / sqrt(n)) / curvature``; later phases halve it).
     n_splits : int, default=3
         Chunks per phase of ``localized`` (the paper's ``J``).

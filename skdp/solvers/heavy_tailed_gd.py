@@ -51,6 +51,7 @@ __all__ = [
     "known_lipschitz_scales",
     "KnownLipschitzPlan",
     "checkpoint_schedule",
+    "practical_step_size",
 ]
 
 #: A step whose released gradient grows by more than this factor (and is well
@@ -60,6 +61,10 @@ _GUARD_NOISE_FLOOR = 3.0
 #: Clip level before the first private estimate: this many octaves below the
 #: ceiling of the search range (heavy clipping is the safe side).
 _FALLBACK_OCTAVES = 6.0
+#: Step-size rule (practical_step_size): full 1/L step below this clipped
+#: fraction, and never below the floor.
+_STEP_P0 = 0.006
+_STEP_FLOOR = 0.25
 #: Largest fraction of rows Algorithm 4's truncation aims to drop.
 _MAX_TRUNC_FRACTION = 0.01
 
@@ -88,6 +93,36 @@ def checkpoint_schedule(n_steps):
         out.append(k - 1)
         k *= 2
     return tuple(out)
+
+
+def practical_step_size(curvature, clip_fraction):
+    """Default full-batch step for standardized features (public rule).
+
+    ``max(0.25, min(1, sqrt(0.006 / p)) / curvature)``: the classical
+    ``1 / L`` step when the planned clipped fraction ``p`` is small (little
+    noise), and a smaller step, hence more averaging of the noise, when ``p``
+    is large (noise dominates). Measured on the benchmark's synthetic data
+    (see ``benchmarks/results/heavy_tailed.md``); the divergence guard of
+    :func:`clipped_dp_gd` halves it if the data are worse conditioned.
+
+    Parameters
+    ----------
+    curvature : float
+        Bound on the loss's second derivative (1 squared/Huber, 1/4 logistic).
+    clip_fraction : float
+        Planned fraction ``p`` of clipped per-sample gradients.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> practical_step_size(0.25, 0.0), practical_step_size(1.0, 0.44)
+    (4.0, 0.25)
+    """
+    scale = 1.0 if clip_fraction <= _STEP_P0 else math.sqrt(_STEP_P0 / clip_fraction)
+    return max(_STEP_FLOOR, scale / float(curvature))
 
 
 @dataclass(frozen=True)
@@ -415,7 +450,15 @@ class KnownLipschitzPlan:
 
 
 def make_known_lipschitz_plan(
-    mu, n, d, n_steps, *, n_scales=1, adaptive_clip=True, bound_share=0.1
+    mu,
+    n,
+    d,
+    n_steps,
+    *,
+    n_scales=1,
+    adaptive_clip=True,
+    bound_share=0.1,
+    target=DEFAULT_TARGET,
 ):
     """Budget split of Algorithm 4 + DP-GD (shares of ``mu**2``).
 
@@ -432,6 +475,8 @@ def make_known_lipschitz_plan(
         0 when the truncation level and clip level are public.
     adaptive_clip : bool, default=True
     bound_share : float, default=0.1
+    target : QuantileTarget, optional
+        Rule for the clipped fraction.
 
     Returns
     -------
@@ -454,6 +499,7 @@ def make_known_lipschitz_plan(
         adaptive_clip=adaptive_clip,
         clip_share=clip_share,
         reserved_share=scale_share,
+        target=target,
     )
     if not n_scales:
         return KnownLipschitzPlan(gd)
