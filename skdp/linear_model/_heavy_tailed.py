@@ -100,7 +100,11 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                     "||a|| (radius ||a|| + |y|) is infinite otherwise."
                 )
             n_scales = known_lipschitz_scales(
-                loss, self._radius(), public_truncation=use_paper, public_clip=use_paper
+                loss,
+                self._radius(),
+                public_truncation=use_paper,
+                public_clip=use_paper,
+                intercept=self.fit_intercept,
             )
             return make_known_lipschitz_plan(
                 mu,
@@ -163,6 +167,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 clip=clip,
                 radius=radius,
                 row_norms=row_norms,
+                intercept_index=d - 1 if self.fit_intercept else None,
             )
             info = {
                 "n_iter": res.n_iter,
@@ -323,7 +328,9 @@ _COMMON_DOC = """
     fit_intercept : bool, default=True
         Fit an intercept through a public constant feature equal to 1
         (appended to every row, so it counts in row norms and clipping).
-        Centring the data would need its private mean, so it is not done.
+        Centring the data would need its private mean, so it is not done;
+        instead (``known_lipschitz`` regression) the intercept starts at a
+        private median of ``y``, paid from ``bound_share``.
     k : int, default=4
         Moment order of the heavy-tailed assumption (used only with ``G_k``).
     G_k : float, default=None

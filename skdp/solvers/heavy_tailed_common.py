@@ -44,10 +44,13 @@ __all__ = [
     "scale_level",
     "scale_quantile",
     "scales_needed",
+    "scales_estimable",
+    "default_scales",
     "QuantileTarget",
     "DEFAULT_TARGET",
     "split_gdp",
     "noisy_log_quantile",
+    "noisy_median",
     "tail_fraction",
     "row_lipschitz_bounds",
     "loss_code",
@@ -210,16 +213,54 @@ def noisy_log_quantile(
     v = np.asarray(values, dtype=float)
     with np.errstate(divide="ignore"):
         logv = np.log2(np.maximum(v, 0.0))
-    target = float(quantile) * v.size
-    lo, hi = (float(b) for b in log2_range)
+    return float(2.0 ** _bisect(logv, quantile, z, rng, log2_range, steps))
+
+
+def _bisect(values, quantile, z, rng, bounds, steps):
+    """Upper end of the final bracket of a noisy-count bisection."""
+    target = float(quantile) * values.size
+    lo, hi = (float(b) for b in bounds)
     for _ in range(int(steps)):
         mid = 0.5 * (lo + hi)
-        count = np.count_nonzero(logv <= mid) + gaussian_noise(rng, z)
+        count = np.count_nonzero(values <= mid) + gaussian_noise(rng, z)
         if count >= target:
             hi = mid
         else:
             lo = mid
-    return float(2.0**hi)
+    return hi
+
+
+def noisy_median(values, bound, z, rng, *, steps=RANGE_STEPS):
+    """Private median of signed per-record values in ``[-bound, bound]``.
+
+    The same noisy bisection as :func:`noisy_log_quantile` on a linear
+    scale: ``steps`` counts with replace-one sensitivity 1 and noise
+    multiplier ``z``. Values outside the range count as its end points.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n,)
+    bound : float
+        Public (or previously released) range half-width.
+    z : float
+    rng : numpy.random.Generator
+    steps : int, default=RANGE_STEPS
+
+    Returns
+    -------
+    float
+        The midpoint of the final bracket.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m = noisy_median(np.arange(-5.0, 106.0), 200.0, 0.0, np.random.default_rng(0))
+    >>> abs(m - 50.0) < 0.5
+    True
+    """
+    v = np.asarray(values, dtype=float)
+    hi = _bisect(v, 0.5, z, rng, (-float(bound), float(bound)), steps)
+    return float(hi - float(bound) / 2.0**steps)
 
 
 def loss_code(loss):
@@ -484,6 +525,54 @@ def private_scales(row_norms, y, loss, z, rng, *, tail=SCALE_TAIL):
     if scales_needed(loss) == 2:
         target_bound = scale_quantile(np.abs(np.asarray(y, dtype=float)), tail, z, rng)
     return row_bound, target_bound
+
+
+def scales_estimable(n, z):
+    """Whether ``n`` records support a private scale quantile at noise ``z``.
+
+    Even the median needs its count noise below ``n / 4``
+    (:func:`scale_level`); below that, public defaults are used instead and
+    no budget is spent (public rule).
+
+    Parameters
+    ----------
+    n : int
+    z : float
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> scales_estimable(1000, 100.0), scales_estimable(100, 100.0)
+    (True, False)
+    """
+    return bool(z == 0 or 4.0 * z <= n)
+
+
+def default_scales(d, loss):
+    """Public scales for standardized data, used when ``n`` is too small.
+
+    Row norm ``2 sqrt(d)`` (rows of ``d`` unit-variance entries have norm
+    about ``sqrt(d)``) and, for the squared loss, ``|y| <= 3``.
+
+    Parameters
+    ----------
+    d : int
+    loss : _GLMLoss
+
+    Returns
+    -------
+    row_bound : float
+    target_bound : float or None
+
+    Examples
+    --------
+    >>> default_scales(4, SquaredLoss())
+    (4.0, 3.0)
+    """
+    return 2.0 * math.sqrt(d), (3.0 if scales_needed(loss) == 2 else None)
 
 
 def scales_needed(loss):

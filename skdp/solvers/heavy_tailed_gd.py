@@ -22,20 +22,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..losses import SquaredLoss
+from ..losses import LogisticLoss, SquaredLoss
 from ..privacy import ComposedDpEvent, gaussian_noise, gaussian_steps
 from .heavy_tailed_common import (
     BISECTION_STEPS,
     DEFAULT_TARGET,
     RANGE_STEPS,
     SEARCH_OCTAVES,
+    UNRELIABLE_SLACK,
     clip_search_range,
+    default_scales,
     fast_row_norms,
     noisy_log_quantile,
+    noisy_median,
     quantile_reliable,
     row_lipschitz_bounds,
     safe_derivatives,
     scale_quantile,
+    scales_estimable,
     split_gdp,
     tail_fraction,
 )
@@ -60,7 +64,7 @@ _GUARD_GROWTH = 1.5
 _GUARD_NOISE_FLOOR = 3.0
 #: Clip level before the first private estimate: this many octaves below the
 #: ceiling of the search range (heavy clipping is the safe side).
-_FALLBACK_OCTAVES = 6.0
+_FALLBACK_OCTAVES = 8.0
 #: Step-size rule (practical_step_size): full 1/L step below this clipped
 #: fraction, and never below the floor.
 _STEP_P0 = 0.006
@@ -316,7 +320,7 @@ def clipped_dp_gd(
         ``clip`` is ``None``.
     clip_start : float, optional
         Clip level before the first checkpoint; default
-        ``2**(clip_range[1] - 6)`` (heavy clipping is the safe side).
+        ``2**(clip_range[1] - 8)`` (heavy clipping is the safe side).
     clip_cap : float, default=inf
         Upper bound on the clip level (the truncation level of Algorithm 4).
     w0 : ndarray of shape (d,), optional
@@ -433,12 +437,16 @@ class KnownLipschitzPlan:
         Multiplier of their counts.
     trunc_fraction : float
         Fraction of rows the truncation level aims to drop.
+    default_scales : bool
+        Too few records for private scales: public defaults for
+        standardized data (:func:`default_scales`) are used instead.
     """
 
     gd: FullBatchPlan
     n_scales: int = 0
     z_scale: float = math.inf
     trunc_fraction: float = 0.0
+    default_scales: bool = False
 
     @property
     def event(self):
@@ -490,6 +498,11 @@ def make_known_lipschitz_plan(
     0.3
     """
     scale_share = 0.2 * bound_share if n_scales else 0.0
+    use_defaults = False
+    if n_scales:
+        (z_scale,) = split_gdp(mu, [(n_scales * RANGE_STEPS, scale_share)])
+        if not scales_estimable(n, z_scale):
+            use_defaults, n_scales, scale_share = True, 0, 0.0
     clip_share = bound_share - scale_share
     gd = make_full_batch_plan(
         mu,
@@ -502,20 +515,27 @@ def make_known_lipschitz_plan(
         target=target,
     )
     if not n_scales:
-        return KnownLipschitzPlan(gd)
-    (z_scale,) = split_gdp(mu, [(n_scales * RANGE_STEPS, scale_share)])
+        return KnownLipschitzPlan(gd, default_scales=use_defaults)
     trunc = min(_MAX_TRUNC_FRACTION, gd.clip_fraction / 4.0)
     return KnownLipschitzPlan(gd, n_scales, z_scale, trunc)
 
 
-def known_lipschitz_scales(loss, radius, *, public_truncation=False, public_clip=False):
+def known_lipschitz_scales(
+    loss, radius, *, public_truncation=False, public_clip=False, intercept=False
+):
     """Number of private scale quantiles :func:`known_lipschitz` needs.
+
+    Truncation level (unless public), target scale (squared loss without a
+    radius, or to bound the intercept's warm start) and the target median
+    (regression with an intercept and private clipping).
 
     Parameters
     ----------
     loss : _GLMLoss
     radius : float
     public_truncation, public_clip : bool, default=False
+    intercept : bool, default=False
+        Whether the last column is a public constant intercept column.
 
     Returns
     -------
@@ -526,9 +546,17 @@ def known_lipschitz_scales(loss, radius, *, public_truncation=False, public_clip
     >>> from skdp.losses import SquaredLoss
     >>> known_lipschitz_scales(SquaredLoss(), math.inf)
     2
+    >>> known_lipschitz_scales(SquaredLoss(), math.inf, intercept=True)
+    3
     """
     unbounded = math.isinf(radius) and isinstance(loss, SquaredLoss)
-    return int(not public_truncation) + int(unbounded and not public_clip)
+    median = _warm_start_intercept(loss, intercept, public_clip)
+    target = (unbounded and not public_clip) or median
+    return int(not public_truncation) + int(target) + int(median)
+
+
+def _warm_start_intercept(loss, intercept, public_clip):
+    return bool(intercept and not public_clip and not isinstance(loss, LogisticLoss))
 
 
 def known_lipschitz(
@@ -543,6 +571,7 @@ def known_lipschitz(
     clip=None,
     radius=math.inf,
     row_norms=None,
+    intercept_index=None,
 ):
     """Algorithm 4 (KnownLipReduction) followed by clipped DP-GD.
 
@@ -576,6 +605,12 @@ def known_lipschitz(
     radius : float, default=inf
         Domain radius; iterates are projected on ``B(0, radius)``.
     row_norms : ndarray of shape (n,), optional
+    intercept_index : int, optional
+        Column holding a public constant 1. For regression losses with a
+        private clip level, the run starts with that coefficient at a
+        private median of ``y`` (found in ``[-Y, Y]`` with ``Y`` the private
+        target scale): heavy clipping makes a far-off intercept slow to
+        reach, and the warm start costs one more scale quantile.
 
     Returns
     -------
@@ -605,13 +640,30 @@ def known_lipschitz(
     # with radius=inf the squared-loss "bounds" are only a ranking
     is_lipschitz = not (math.isinf(radius) and isinstance(loss, SquaredLoss))
     tail = 0.0 if plan.z_scale == 0 else plan.trunc_fraction
-    needed = (truncation is None) + (clip is None and not is_lipschitz)
-    if plan.n_scales != needed:
+    warm = _warm_start_intercept(loss, intercept_index is not None, clip is not None)
+    need_target = (clip is None and not is_lipschitz) or warm
+    needed = (truncation is None) + need_target + warm
+    target = None
+    w0 = np.zeros(d)
+    if plan.default_scales:
+        # too few records for private scales: public ones (standardized data)
+        B, target = default_scales(d, loss)
+        if truncation is None:
+            ref = row_lipschitz_bounds(
+                loss, np.array([B]), np.array([target or 0.0]), radius
+            )
+            truncation = float(ref[0]) * UNRELIABLE_SLACK
+    elif plan.n_scales != needed:
         raise ValueError(
             "The plan does not pay for the scale quantiles this run needs."
         )
-    if truncation is None:
-        truncation = scale_quantile(bounds, tail, plan.z_scale, rng)
+    else:
+        if truncation is None:
+            truncation = scale_quantile(bounds, tail, plan.z_scale, rng)
+        if need_target:
+            target = scale_quantile(np.abs(y), tail, plan.z_scale, rng)
+        if warm:
+            w0[intercept_index] = noisy_median(y, target, plan.z_scale, rng)
     # Algorithm 4: rows above the truncation level become the zero function;
     # a zero norm makes every solver step skip the row (no copy of X)
     keep = bounds <= truncation
@@ -621,7 +673,6 @@ def known_lipschitz(
         if is_lipschitz:
             clip_range = (math.log2(truncation) - SEARCH_OCTAVES, math.log2(truncation))
         else:
-            target = scale_quantile(np.abs(y), tail, plan.z_scale, rng)
             clip_range = clip_search_range(loss, truncation, target)
     res = clipped_dp_gd(
         X,
@@ -633,6 +684,7 @@ def known_lipschitz(
         clip=clip,
         clip_range=clip_range,
         clip_cap=truncation if is_lipschitz else math.inf,
+        w0=w0,
         radius=radius,
         row_norms=norms_t,
     )

@@ -29,6 +29,7 @@ from .heavy_tailed_common import (
     clip_search_range,
     fast_row_norms,
     private_scales,
+    scales_estimable,
     scales_needed,
     split_gdp,
 )
@@ -153,6 +154,7 @@ class LocalizedPlan:
     runs: tuple
     n_scales: int = 0
     z_scale: float = math.inf
+    default_scales: bool = False
 
     @property
     def event(self):
@@ -208,6 +210,10 @@ def make_localized_plan(
     """
     chunks = localized_chunks(n, n_splits, n_phases)
     scale_share = 0.2 * bound_share if n_scales else 0.0
+    z_scale = split_gdp(mu, [(n_scales * RANGE_STEPS, scale_share)])[0]
+    use_defaults = bool(n_scales) and not scales_estimable(n, z_scale)
+    if use_defaults:  # too few records: public scales, budget to the runs
+        n_scales, scale_share, z_scale = 0, 0.0, math.inf
     runs = tuple(
         make_full_batch_plan(
             mu,
@@ -220,8 +226,7 @@ def make_localized_plan(
         )
         for phase in chunks
     )
-    z_scale = split_gdp(mu, [(n_scales * RANGE_STEPS, scale_share)])[0]
-    return LocalizedPlan(chunks, runs, n_scales, z_scale)
+    return LocalizedPlan(chunks, runs, n_scales, z_scale, default_scales=use_defaults)
 
 
 @dataclass

@@ -44,6 +44,7 @@ from .heavy_tailed_common import (
     private_scales,
     quantile_reliable,
     safe_derivatives,
+    scales_estimable,
     scales_needed,
     split_gdp,
     tail_fraction,
@@ -65,7 +66,7 @@ STEP_DECAY = 16.0
 CLIP_GROWTH = 2.0
 #: Without a reliable search, the clip level is this many octaves below the
 #: ceiling of the search range (heavy clipping is the safe side).
-_FALLBACK_OCTAVES = 6.0
+_FALLBACK_OCTAVES = 8.0
 
 
 def onepass_phase_sizes(n):
@@ -125,6 +126,7 @@ class OnePassPlan:
     n_scales: int = 0
     z_scale: float = math.inf
     bisection_steps: int = BISECTION_STEPS
+    default_scales: bool = False
 
     def phase_event(self, i):
         parts = []
@@ -179,6 +181,9 @@ def make_onepass_plan(
     sizes = tuple(onepass_phase_sizes(n))
     scale_share = 0.2 * bound_share if n_scales else 0.0
     z_scale = split_gdp(mu, [(n_scales * RANGE_STEPS, scale_share)])[0]
+    use_defaults = bool(n_scales) and not scales_estimable(n, z_scale)
+    if use_defaults:  # too few records: public scales, budget to the phases
+        n_scales, scale_share, z_scale = 0, 0.0, math.inf
     (z_alone,) = split_gdp(mu, [(1, 1.0 - scale_share)])
     z_count, z_with = math.inf, z_alone
     if adaptive_clip:
@@ -192,7 +197,16 @@ def make_onepass_plan(
         for m, p in zip(sizes, fractions)
     )
     z_out = tuple(z_with if s else z_alone for s in searches)
-    return OnePassPlan(sizes, z_out, fractions, searches, z_count, n_scales, z_scale)
+    return OnePassPlan(
+        sizes,
+        z_out,
+        fractions,
+        searches,
+        z_count,
+        n_scales,
+        z_scale,
+        default_scales=use_defaults,
+    )
 
 
 def paper_onepass_parameters(n, d, rho, k, G_2, G_k, diameter):
