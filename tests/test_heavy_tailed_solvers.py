@@ -318,3 +318,32 @@ def test_localized_solver_runs_every_phase():
     assert res.regs.shape == (len(plan.chunks),)
     assert np.all(np.diff(res.regs) > 0)
     np.testing.assert_allclose(res.coef, [1.0, 0.0, -1.0], atol=0.05)
+
+
+def test_tiny_data_uses_public_scales_and_spends_nothing_on_them(monkeypatch):
+    rec = _NoiseRecorder(monkeypatch, [common, gd])
+    rng = np.random.default_rng(10)
+    n, d = 40, 3
+    X = rng.normal(size=(n, d))
+    y = X @ np.ones(d) + rng.normal(size=n)
+    plan = gd.make_known_lipschitz_plan(gdp_mu(1.0, 1e-3), n, d, 10, n_scales=3)
+    assert plan.default_scales and plan.n_scales == 0 and plan.gd.checkpoints == ()
+    assert gdp_mu_of(plan.event) == pytest.approx(gdp_mu(1.0, 1e-3))
+    res = gd.known_lipschitz(
+        X, y, SquaredLoss(), plan, rng, step_size=0.5, intercept_index=d - 1
+    )
+    assert all(size == d for _, size in rec.calls)  # only gradient noise
+    assert len(rec.calls) == 10
+    B, _ = common.default_scales(d, SquaredLoss())
+    assert res.extra["truncation"] == pytest.approx(B * common.UNRELIABLE_SLACK)
+
+
+def test_noisy_median_and_warm_start():
+    rng = np.random.default_rng(11)
+    v = rng.standard_t(2, size=5000) + 30.0
+    assert common.noisy_median(v, 100.0, 0.0, rng) == pytest.approx(np.median(v), abs=0.2)
+    assert abs(common.noisy_median(v, 100.0, 30.0, rng) - np.median(v)) < 1.0
+    assert -5 <= common.noisy_median(v[:3], 5.0, 1e4, rng) <= 5  # always in range
+    # the warm start is one more scale quantile in the plan
+    assert gd.known_lipschitz_scales(HuberLoss(), np.inf, intercept=True) == 3
+    assert gd.known_lipschitz_scales(LogisticLoss(), np.inf, intercept=True) == 1
