@@ -341,9 +341,38 @@ def test_tiny_data_uses_public_scales_and_spends_nothing_on_them(monkeypatch):
 def test_noisy_median_and_warm_start():
     rng = np.random.default_rng(11)
     v = rng.standard_t(2, size=5000) + 30.0
-    assert common.noisy_median(v, 100.0, 0.0, rng) == pytest.approx(np.median(v), abs=0.2)
+    assert common.noisy_median(v, 100.0, 0.0, rng) == pytest.approx(
+        np.median(v), abs=0.2
+    )
     assert abs(common.noisy_median(v, 100.0, 30.0, rng) - np.median(v)) < 1.0
     assert -5 <= common.noisy_median(v[:3], 5.0, 1e4, rng) <= 5  # always in range
     # the warm start is one more scale quantile in the plan
     assert gd.known_lipschitz_scales(HuberLoss(), np.inf, intercept=True) == 3
     assert gd.known_lipschitz_scales(LogisticLoss(), np.inf, intercept=True) == 1
+
+
+def test_onepass_kernel_python_fallback_is_identical():
+    # without numba the same function runs as plain Python
+    py = getattr(onepass_phase, "py_func", onepass_phase)
+    rng = np.random.default_rng(12)
+    X = rng.standard_t(3, size=(60, 3))
+    y = np.where(rng.random(60) < 0.5, 1.0, -1.0)
+    norms = np.linalg.norm(X, axis=1)
+    args = (
+        X,
+        y,
+        rng.permutation(60),
+        5,
+        55,
+        np.zeros(3),
+        0.05,
+        0.7,
+        3.0,
+        norms,
+        2,
+        0.0,
+        np.zeros(3),
+        2.0,
+        20,
+    )
+    np.testing.assert_allclose(onepass_phase(*args), py(*args), rtol=1e-12)
