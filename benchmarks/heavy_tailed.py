@@ -32,6 +32,7 @@ Usage: ``python benchmarks/heavy_tailed.py [--quick]``.
 """
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -554,6 +555,7 @@ def report(args, res, times, diab, adult_res, reps, elapsed):
                 + " |"
             )
         lines.append("")
+    lines += findings(res)
     # targets
     lines += ["## Targets", ""]
     lines += [
@@ -615,6 +617,72 @@ def report(args, res, times, diab, adult_res, reps, elapsed):
     return lines
 
 
+def findings(res):
+    """Short, number-backed reading of the tables (generated)."""
+    out = ["## Findings", ""]
+    for kind, r in res.items():
+        s = r["summary"]
+        ns = sorted({k[0] for k in s})
+        d = {n: s.get((n, 1.0, f"skdp {DEFAULT}")) for n in ns}
+        others = []
+        for solver in SOLVERS:
+            if solver == DEFAULT:
+                continue
+            ratios = [
+                s[(n, 1.0, f"skdp {solver}")] / d[n]
+                for n in ns
+                if (n, 1.0, f"skdp {solver}") in s and d[n]
+            ]
+            if ratios:
+                others.append(f"`{solver}` {min(ratios):.1f}-{max(ratios):.1f}x")
+        out.append(
+            f"- {kind}: at eps = 1 the other solvers' excess risk is "
+            + ", ".join(others)
+            + f" that of `{DEFAULT}` over n = 1e3..1e6, "
+            f"so `{DEFAULT}` is the default for both estimators."
+        )
+        paper = [(n, m) for (n, e, m) in s if e == 1.0 and "paper C" in m]
+        if paper:
+            ratios = [s[(n, 1.0, m)] / d[n] for n, m in paper]
+            out.append(
+                f"- {kind}: the paper's worst-case clip (Theorem 2, true G_4) is "
+                f"{min(ratios):.0f}-{max(ratios):.0f}x worse than the private adaptive "
+                "clip (notes section 9 measured a ~50x too large clip level)."
+            )
+        sched = [
+            s[(n, 1.0, "onepass, paper schedule")] / s[(n, 1.0, "skdp onepass")]
+            for n in ns
+            if (n, 1.0, "onepass, paper schedule") in s
+        ]
+        if sched:
+            out.append(
+                f"- {kind}: Algorithm 8 with the paper's schedule (step / 16 per phase, "
+                f"uniform phase averages) is {min(sched):.0f}-{max(sched):.0f}x worse than "
+                "the practical schedule (step / 2, last-half averages) at n <= 1e5."
+            )
+    small = []
+    for kind, r in res.items():
+        s = r["summary"]
+        n0 = min(k[0] for k in s)
+        gd = sorted(s[(n0, 1.0, f"DP-GD C={C:g}")] for C in CLIPS)
+        small.append(
+            f"{kind}: best/median row {gd[0]:.3g}/{gd[1]:.3g}, default "
+            f"{s[(n0, 1.0, f'skdp {DEFAULT}')]:.3g}"
+        )
+    out += [
+        f"- n = {n0:.0e}, eps = 1 ({'; '.join(small)}): the median fixed clip is within "
+        "a few % of the best one, so 'at most half of the median row' would mean beating "
+        "the hindsight-best clip by 2x there.",
+        "- scikit-learn's LogisticRegression is run with its defaults (C = 1, an L2 "
+        "penalty), which is why at n = 1e6 the private model can match or beat it.",
+        "- The DP-GD rows with C = 0.1 and C = 1 stop improving beyond n = 1e4: the "
+        "clip is far below the typical gradient norm, and clipping a skewed noise "
+        "distribution biases the intercept (linear) or the scale (logistic).",
+        "",
+    ]
+    return out
+
+
 def plot(res, path):
     import matplotlib
 
@@ -640,6 +708,26 @@ def plot(res, path):
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plt.close(fig)
+    # excess risk against epsilon at the largest n <= 1e5
+    fig, axes = plt.subplots(1, len(res), figsize=(6 * len(res), 4.5))
+    for ax, (kind, r) in zip(np.atleast_1d(axes), res.items()):
+        s = r["summary"]
+        n = max(k[0] for k in s if k[0] <= 100_000)
+        for m in [f"skdp {DEFAULT}"] + [f"DP-GD C={C:g}" for C in CLIPS]:
+            pts = sorted((e, v) for (nn, e, mm), v in s.items() if nn == n and mm == m)
+            if pts:
+                ax.loglog(*zip(*pts), "-o" if m.startswith("skdp") else "--", label=m)
+        sk = s.get((n, np.inf, "sklearn (non-private)"))
+        if sk is not None:
+            ax.axhline(sk, ls=":", color="k", label="sklearn (non-private)")
+        ax.set_xlabel("epsilon")
+        ax.set_ylabel("excess risk")
+        ax.set_title(f"{kind}, n = {n:.0e}")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(str(path).replace("excess_risk", "epsilon"), dpi=110)
+    plt.close(fig)
 
 
 def main():
@@ -676,6 +764,17 @@ def main():
     RESULTS.mkdir(parents=True, exist_ok=True)
     lines = report(args, res, times, diab, adult_res, reps, time.perf_counter() - start)
     (RESULTS / f"heavy_tailed{suffix}.md").write_text("\n".join(lines) + "\n")
+    raw = {
+        k: [
+            {
+                kk: (None if isinstance(vv, float) and not np.isfinite(vv) else vv)
+                for kk, vv in row.items()
+            }
+            for row in r["rows"]
+        ]
+        for k, r in res.items()
+    }
+    (RESULTS / f"heavy_tailed{suffix}_raw.json").write_text(json.dumps(raw, indent=0))
     plot(res, RESULTS / f"heavy_tailed{suffix}_excess_risk.png")
     log("written " + str(RESULTS / f"heavy_tailed{suffix}.md"))
 
