@@ -309,3 +309,13 @@ def test_pandas_feature_names_and_string_labels():
     np.testing.assert_allclose(
         proba[:, 1], 1 / (1 + np.exp(-clf.decision_function(df)))
     )
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_tiny_datasets_fit_with_every_solver(Est, solver):
+    # too few records for private scales: public defaults, full budget spent
+    X, y = _linear(25)[:2] if Est is HeavyTailedLinearRegression else _binary(25)[:2]
+    model = Est(solver=solver, epsilon=1.0, random_state=0).fit(X, y)
+    assert np.all(np.isfinite(model.coef_))
+    assert 0.97 <= model.privacy_spent_[0] <= 1.0

@@ -13,8 +13,10 @@ from skdp.privacy import (
     gdp_mu,
     gdp_mu_of,
 )
+from skdp.solvers import heavy_tailed_bounds as bounds
 from skdp.solvers import heavy_tailed_common as common
 from skdp.solvers import heavy_tailed_gd as gd
+from skdp.solvers import heavy_tailed_known_lipschitz as kl
 from skdp.solvers import heavy_tailed_onepass as onepass
 from skdp.solvers.heavy_tailed_kernels import clipped_gradient_sum, onepass_phase
 from skdp.solvers.heavy_tailed_localized import (
@@ -177,7 +179,7 @@ def test_clipped_gradient_sum_numpy_fallback_matches_numba():
 class _NoiseRecorder:
     def __init__(self, monkeypatch, modules):
         self.calls = []
-        real = common.gaussian_noise
+        real = bounds.gaussian_noise
         for mod in modules:
             monkeypatch.setattr(mod, "gaussian_noise", self._wrap(real))
 
@@ -190,19 +192,19 @@ class _NoiseRecorder:
 
 
 def test_known_lipschitz_draws_exactly_its_plan(monkeypatch):
-    rec = _NoiseRecorder(monkeypatch, [common, gd])
+    rec = _NoiseRecorder(monkeypatch, [bounds, gd])
     rng = np.random.default_rng(5)
     n, d = 3000, 4
     X = rng.standard_t(3, size=(n, d))
     y = X @ np.ones(d) + rng.standard_t(3, size=n)
-    plan = gd.make_known_lipschitz_plan(gdp_mu(1.0, 1e-5), n, d, 20, n_scales=2)
-    res = gd.known_lipschitz(X, y, SquaredLoss(), plan, rng, step_size=0.5)
+    plan = kl.make_known_lipschitz_plan(gdp_mu(1.0, 1e-5), n, d, 20, n_scales=2)
+    res = kl.known_lipschitz(X, y, SquaredLoss(), plan, rng, step_size=0.5)
     counts = [c for c in rec.calls if c[1] is None]
     grads = [c for c in rec.calls if c[1] == d]
-    assert len(counts) == plan.n_scales * common.RANGE_STEPS + plan.gd.n_counts
+    assert len(counts) == plan.n_scales * bounds.RANGE_STEPS + plan.gd.n_counts
     assert (
         sum(std == plan.z_scale for std, _ in counts)
-        == plan.n_scales * common.RANGE_STEPS
+        == plan.n_scales * bounds.RANGE_STEPS
     )
     assert sum(std == plan.gd.z_count for std, _ in counts) == plan.gd.n_counts
     assert len(grads) == plan.gd.n_steps
@@ -213,7 +215,7 @@ def test_known_lipschitz_draws_exactly_its_plan(monkeypatch):
 
 
 def test_onepass_draws_exactly_its_plan(monkeypatch):
-    rec = _NoiseRecorder(monkeypatch, [common, onepass])
+    rec = _NoiseRecorder(monkeypatch, [bounds, onepass])
     rng = np.random.default_rng(6)
     n, d = 20_000, 20
     X = rng.standard_t(3, size=(n, d))
@@ -231,7 +233,7 @@ def test_onepass_draws_exactly_its_plan(monkeypatch):
     np.testing.assert_allclose(outs, expected)
     n_search = sum(plan.searches)
     assert 0 < n_search < len(plan.sizes)  # small phases skip their search
-    assert len(counts) == common.RANGE_STEPS + n_search * plan.bisection_steps
+    assert len(counts) == bounds.RANGE_STEPS + n_search * plan.bisection_steps
     assert certify_epsilon(plan.event, 1e-5) == pytest.approx(1.0, abs=1e-3)
 
 
@@ -262,13 +264,13 @@ def test_noisy_log_quantile_exact_and_in_range():
     rng = np.random.default_rng(7)
     v = rng.lognormal(size=20_000)
     for q in (0.1, 0.5, 0.9, 0.99):
-        est = common.noisy_log_quantile(v, q, 0.0, rng)
+        est = bounds.noisy_log_quantile(v, q, 0.0, rng)
         assert np.mean(v <= est) == pytest.approx(q, abs=0.01)
-    est = common.noisy_log_quantile(v, 0.9, 20.0, rng)
+    est = bounds.noisy_log_quantile(v, 0.9, 20.0, rng)
     assert np.mean(v <= est) == pytest.approx(0.9, abs=0.02)
-    assert common.noisy_log_quantile(v, 1.0, 0.0, rng) >= v.max()
+    assert bounds.noisy_log_quantile(v, 1.0, 0.0, rng) >= v.max()
     for _ in range(20):  # hopeless noise still returns a value in the range
-        est = common.noisy_log_quantile(v[:5], 0.5, 1e3, rng, log2_range=(-3, 4))
+        est = bounds.noisy_log_quantile(v[:5], 0.5, 1e3, rng, log2_range=(-3, 4))
         assert 2**-3 <= est <= 2**4
 
 
@@ -321,34 +323,34 @@ def test_localized_solver_runs_every_phase():
 
 
 def test_tiny_data_uses_public_scales_and_spends_nothing_on_them(monkeypatch):
-    rec = _NoiseRecorder(monkeypatch, [common, gd])
+    rec = _NoiseRecorder(monkeypatch, [bounds, gd])
     rng = np.random.default_rng(10)
     n, d = 40, 3
     X = rng.normal(size=(n, d))
     y = X @ np.ones(d) + rng.normal(size=n)
-    plan = gd.make_known_lipschitz_plan(gdp_mu(1.0, 1e-3), n, d, 10, n_scales=3)
+    plan = kl.make_known_lipschitz_plan(gdp_mu(1.0, 1e-3), n, d, 10, n_scales=3)
     assert plan.default_scales and plan.n_scales == 0 and plan.gd.checkpoints == ()
     assert gdp_mu_of(plan.event) == pytest.approx(gdp_mu(1.0, 1e-3))
-    res = gd.known_lipschitz(
+    res = kl.known_lipschitz(
         X, y, SquaredLoss(), plan, rng, step_size=0.5, intercept_index=d - 1
     )
     assert all(size == d for _, size in rec.calls)  # only gradient noise
     assert len(rec.calls) == 10
-    B, _ = common.default_scales(d, SquaredLoss())
-    assert res.extra["truncation"] == pytest.approx(B * common.UNRELIABLE_SLACK)
+    B, _ = bounds.default_scales(d, SquaredLoss())
+    assert res.extra["truncation"] == pytest.approx(B * bounds.UNRELIABLE_SLACK)
 
 
 def test_noisy_median_and_warm_start():
     rng = np.random.default_rng(11)
     v = rng.standard_t(2, size=5000) + 30.0
-    assert common.noisy_median(v, 100.0, 0.0, rng) == pytest.approx(
+    assert bounds.noisy_median(v, 100.0, 0.0, rng) == pytest.approx(
         np.median(v), abs=0.2
     )
-    assert abs(common.noisy_median(v, 100.0, 30.0, rng) - np.median(v)) < 1.0
-    assert -5 <= common.noisy_median(v[:3], 5.0, 1e4, rng) <= 5  # always in range
+    assert abs(bounds.noisy_median(v, 100.0, 30.0, rng) - np.median(v)) < 1.0
+    assert -5 <= bounds.noisy_median(v[:3], 5.0, 1e4, rng) <= 5  # always in range
     # the warm start is one more scale quantile in the plan
-    assert gd.known_lipschitz_scales(HuberLoss(), np.inf, intercept=True) == 3
-    assert gd.known_lipschitz_scales(LogisticLoss(), np.inf, intercept=True) == 1
+    assert kl.known_lipschitz_scales(HuberLoss(), np.inf, intercept=True) == 3
+    assert kl.known_lipschitz_scales(LogisticLoss(), np.inf, intercept=True) == 1
 
 
 def test_onepass_kernel_python_fallback_is_identical():

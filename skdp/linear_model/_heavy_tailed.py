@@ -19,12 +19,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..base import PrivateEstimatorMixin
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
 from ..privacy import ComposedDpEvent, gdp_mu
-from ..solvers.heavy_tailed_common import fast_row_norms, scales_needed
-from ..solvers.heavy_tailed_gd import (
+from ..solvers.heavy_tailed_bounds import scales_needed
+from ..solvers.heavy_tailed_common import fast_row_norms
+from ..solvers.heavy_tailed_gd import practical_step_size
+from ..solvers.heavy_tailed_known_lipschitz import (
     known_lipschitz,
     known_lipschitz_scales,
     make_known_lipschitz_plan,
-    practical_step_size,
 )
 from ..solvers.heavy_tailed_localized import localized_dp_sgd, make_localized_plan
 from ..solvers.heavy_tailed_onepass import (

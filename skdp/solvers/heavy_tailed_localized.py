@@ -24,13 +24,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..privacy import ComposedDpEvent, ParallelDpEvent, gaussian_steps
-from .heavy_tailed_common import (
+from .heavy_tailed_bounds import (
     RANGE_STEPS,
     clip_search_range,
-    fast_row_norms,
+    default_scales,
     private_scales,
     scales_estimable,
     scales_needed,
+)
+from .heavy_tailed_common import (
+    fast_row_norms,
     split_gdp,
 )
 from .heavy_tailed_gd import clipped_dp_gd, make_full_batch_plan
@@ -328,11 +331,17 @@ def localized_dp_sgd(
         reg = curv / math.sqrt(max(first[1] - first[0], 1))
     clip_range = None
     if clip is None:
-        if plan.n_scales != scales_needed(loss):
+        if plan.default_scales:
+            # too few records for private scales: public ones (standardized data)
+            row_bound, target_bound = default_scales(d, loss)
+        elif plan.n_scales != scales_needed(loss):
             raise ValueError(
                 "The plan does not pay for the scale quantiles of this loss."
             )
-        row_bound, target_bound = private_scales(row_norms, y, loss, plan.z_scale, rng)
+        else:
+            row_bound, target_bound = private_scales(
+                row_norms, y, loss, plan.z_scale, rng
+            )
         clip_range = clip_search_range(loss, row_bound, target_bound)
     x = np.zeros(d)
     regs, clips, steps = [], [], []

@@ -33,21 +33,24 @@ from ..privacy import (
     gaussian_noise,
     gaussian_steps,
 )
-from .heavy_tailed_common import (
+from .heavy_tailed_bounds import (
     BISECTION_STEPS,
     DEFAULT_TARGET,
     RANGE_STEPS,
     clip_search_range,
-    fast_row_norms,
-    loss_code,
+    default_scales,
     noisy_log_quantile,
     private_scales,
     quantile_reliable,
-    safe_derivatives,
     scales_estimable,
     scales_needed,
-    split_gdp,
     tail_fraction,
+)
+from .heavy_tailed_common import (
+    fast_row_norms,
+    loss_code,
+    safe_derivatives,
+    split_gdp,
 )
 from .heavy_tailed_kernels import onepass_phase
 
@@ -355,7 +358,10 @@ def onepass_clipped_dp_sgd(
     sizes = plan.sizes
     curv = float(loss.curvature_bound)
     row_bound = target_bound = None
-    if clip is None:
+    if clip is None and plan.default_scales:
+        # too few records for private scales: public ones (standardized data)
+        row_bound, target_bound = default_scales(d, loss)
+    elif clip is None:
         if plan.n_scales != scales_needed(loss):
             raise ValueError(
                 "The plan does not pay for the scale quantiles of this loss."
