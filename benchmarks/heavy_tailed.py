@@ -570,7 +570,10 @@ def report(args, res, times, diab, adult_res, reps, elapsed):
     if times:
         lines += [
             "Fit time at n = 10^6, d = 20 (best of 2, same data and process; numba "
-            "warmed up outside the timed region; target: skdp <= 3x scikit-learn):",
+            "warmed up outside the timed region; target: skdp <= 3x scikit-learn). "
+            "The machine is shared with other jobs, so ratios vary between runs "
+            "(logistic 1.6x-2.4x over our runs; scikit-learn uses multi-threaded "
+            "BLAS, skdp's kernel one thread):",
             "",
             "| model | sklearn (s) | skdp default (s) | ratio | met |",
             "|---|---|---|---|---|",
