@@ -1,3 +1,5 @@
 """Private linear models."""
 
-__all__ = []
+from ._heavy_tailed import HeavyTailedLinearRegression, HeavyTailedLogisticRegression
+
+__all__ = ["HeavyTailedLinearRegression", "HeavyTailedLogisticRegression"]

@@ -1,0 +1,787 @@
+"""Private linear and logistic regression for heavy-tailed data (Asi, Liu and Tian).
+
+Both estimators are thin: validate the input, turn ``(epsilon, delta)`` and
+the public constants into a privacy plan (a DpEvent that depends only on
+``n``, ``d`` and hyperparameters), spend it, call one solver backend from
+:mod:`skdp.solvers`, and store the result.
+"""
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.special import expit
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..base import PrivateEstimatorMixin
+from ..losses import HuberLoss, LogisticLoss, SquaredLoss
+from ..privacy import ComposedDpEvent, gdp_mu
+from ..solvers.heavy_tailed_bounds import scales_needed
+from ..solvers.heavy_tailed_common import fast_row_norms
+from ..solvers.heavy_tailed_gd import practical_step_size
+from ..solvers.heavy_tailed_known_lipschitz import (
+    known_lipschitz,
+    known_lipschitz_scales,
+    make_known_lipschitz_plan,
+)
+from ..solvers.heavy_tailed_localized import localized_dp_sgd, make_localized_plan
+from ..solvers.heavy_tailed_onepass import (
+    CLIP_GROWTH,
+    STEP_DECAY,
+    make_onepass_plan,
+    onepass_clipped_dp_sgd,
+    paper_onepass_parameters,
+)
+from ..utils import add_intercept_column, clip_rows
+
+__all__ = ["HeavyTailedLinearRegression", "HeavyTailedLogisticRegression"]
+
+#: One-pass SGD, practical schedule (measured on the benchmark's synthetic
+#: data, see benchmarks/results/heavy_tailed.md): first-phase step
+#: ``_ONEPASS_STEP / sqrt(n) / curvature`` (the paper's eta also scales like
+#: 1/sqrt(n)), step halved per phase (the paper divides by 16), and each
+#: phase releases the average of its last half of iterates (the paper: all).
+#: Any public schedule and any fixed averaging weights keep the phase
+#: sensitivity 2 eta_i C_i, so privacy is unaffected.
+_ONEPASS_STEP = 0.06
+_ONEPASS_DECAY = 2.0
+_ONEPASS_TAIL = 0.5
+
+
+class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
+    """Shared fit logic: plan, spend, solve one binary/regression GLM problem."""
+
+    _parameter_constraints = {
+        **PrivateEstimatorMixin._privacy_parameter_constraints,
+        "solver": [StrOptions({"known_lipschitz", "onepass", "localized"})],
+        "fit_intercept": ["boolean"],
+        "k": [Interval(Integral, 2, None, closed="left")],
+        "G_k": [Interval(Real, 0, None, closed="neither"), None],
+        "G_2": [Interval(Real, 0, None, closed="neither"), None],
+        "radius": [Interval(Real, 0, None, closed="neither"), None],
+        "feature_norm": [Interval(Real, 0, None, closed="neither"), None],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "step_size": [Interval(Real, 0, None, closed="neither"), None],
+        "n_splits": [Interval(Integral, 1, None, closed="left")],
+        "bound_share": [Interval(Real, 0, 1, closed="neither")],
+    }
+
+    # -- public constants ---------------------------------------------------
+    def _radius(self):
+        return math.inf if self.radius is None else float(self.radius)
+
+    def _step(self, loss, clip_fraction):
+        if self.step_size is not None:
+            return float(self.step_size)
+        return practical_step_size(loss.curvature_bound, clip_fraction)
+
+    def _prepare_X(self, X):
+        """Public per-record maps: feature-norm clip, then the intercept column."""
+        X = np.asarray(X, dtype=np.float64)
+        if self.feature_norm is not None:
+            X = clip_rows(X, float(self.feature_norm), fast_row_norms(X))
+        if self.fit_intercept:
+            # a public constant feature: centring would need the data's mean
+            X = add_intercept_column(X, 1.0)
+        return np.ascontiguousarray(X)
+
+    # -- plan -----------------------------------------------------------------
+    def _make_plan(self, n, d, mu, loss):
+        """Public privacy plan of one GLM fit with GDP budget ``mu``."""
+        use_paper = self.G_k is not None
+        adaptive = not use_paper
+        if self.solver == "known_lipschitz":
+            if use_paper and isinstance(loss, SquaredLoss) and self.radius is None:
+                raise ValueError(
+                    "solver='known_lipschitz' with loss='squared' and a public G_k "
+                    "needs a finite `radius`: the per-row Lipschitz bound "
+                    "||a|| (radius ||a|| + |y|) is infinite otherwise."
+                )
+            n_scales = known_lipschitz_scales(
+                loss,
+                self._radius(),
+                public_truncation=use_paper,
+                public_clip=use_paper,
+                intercept=self.fit_intercept,
+            )
+            return make_known_lipschitz_plan(
+                mu,
+                n,
+                d,
+                self.max_iter,
+                n_scales=n_scales,
+                adaptive_clip=adaptive,
+                bound_share=self.bound_share,
+            )
+        n_scales = scales_needed(loss) if adaptive else 0
+        if self.solver == "onepass":
+            if use_paper and self.radius is None:
+                raise ValueError(
+                    "solver='onepass' with a public G_k uses the paper's step size, "
+                    "which needs the domain diameter: pass a finite `radius`."
+                )
+            return make_onepass_plan(
+                mu,
+                n,
+                d,
+                n_scales=n_scales,
+                adaptive_clip=adaptive,
+                bound_share=self.bound_share,
+            )
+        return make_localized_plan(
+            mu,
+            n,
+            d,
+            self.max_iter,
+            n_splits=self.n_splits,
+            n_scales=n_scales,
+            adaptive_clip=adaptive,
+            bound_share=self.bound_share,
+        )
+
+    # -- solve ----------------------------------------------------------------
+    def _solve(self, plan, X, y, loss, loss_name, mu, rng):
+        """Run the solver; returns ``(w, info)`` with private releases only."""
+        n, d = X.shape
+        radius = self._radius()
+        row_norms = fast_row_norms(X)
+        k = int(self.k)
+        if self.solver == "known_lipschitz":
+            truncation = clip = None
+            if self.G_k is not None:
+                # Theorem 2: C = G_k (n sqrt(rho) / sqrt(d))**(1/k), rho of the GD part
+                rho = 0.5 * _gdp_of(plan.gd.z_grad, plan.gd.n_steps) ** 2
+                truncation = clip = _paper_power(
+                    self.G_k, n * math.sqrt(rho) / math.sqrt(d), k
+                )
+            res = known_lipschitz(
+                X,
+                y,
+                loss,
+                plan,
+                rng,
+                step_size=self._step(loss, plan.gd.clip_fraction),
+                truncation=truncation,
+                clip=clip,
+                radius=radius,
+                row_norms=row_norms,
+                intercept_index=d - 1 if self.fit_intercept else None,
+            )
+            info = {
+                "n_iter": res.n_iter,
+                "clip_thresholds": res.clip_levels,
+                "step_sizes": res.step_sizes,
+                "truncation_threshold": res.extra["truncation"],
+            }
+            return res.coef, info
+        if self.solver == "onepass":
+            curv = float(loss.curvature_bound)
+            clip = None
+            decay, tail = _ONEPASS_DECAY, _ONEPASS_TAIL
+            if self.G_k is not None:
+                rho = 0.5 / plan.z_out[0] ** 2 if plan.z_out[0] > 0 else math.inf
+                G_2 = self.G_2 if self.G_2 is not None else self.G_k
+                eta, C = paper_onepass_parameters(
+                    n, d, rho, k, G_2, self.G_k, 2 * radius
+                )
+                # the paper's Algorithm 8 verbatim: eta_i = eta / 16**i,
+                # C_i = 2**i C, uniform averages
+                step, clip = eta / STEP_DECAY, C * CLIP_GROWTH
+                decay, tail = STEP_DECAY, 0.0
+            elif self.step_size is not None:
+                step = float(self.step_size)
+            else:
+                step = min(0.5, _ONEPASS_STEP / math.sqrt(n)) / curv
+            res = onepass_clipped_dp_sgd(
+                X,
+                y,
+                loss,
+                plan,
+                rng,
+                step_size=step,
+                clip=clip,
+                radius=radius,
+                row_norms=row_norms,
+                step_decay=decay,
+                tail_average=tail,
+            )
+            info = {
+                "n_iter": res.n_iter,
+                "clip_thresholds": res.clip_levels,
+                "step_sizes": res.step_sizes,
+                "row_caps": res.row_caps,
+            }
+            return res.coef, info
+        clip = None
+        if self.G_k is not None:
+            # Corollary 1: C = G_k (25 m**2 rho / (32 d))**(1/(2k)) for a chunk of size m
+            rho = 0.5 * _gdp_of(plan.runs[0].z_grad, plan.runs[0].n_steps) ** 2
+
+            def clip(m):
+                return _paper_power(self.G_k, 25 * m * m * rho / (32 * d), 2 * k)
+
+        G_1 = self.G_2 if self.G_2 is not None else self.G_k
+        loc_radius = None if G_1 is None else (lambda lam: 2.0 * G_1 / lam)
+        res = localized_dp_sgd(
+            X,
+            y,
+            loss,
+            plan,
+            rng,
+            step_size=self._step(loss, plan.runs[0].clip_fraction),
+            clip=clip,
+            radius=radius,
+            localization_radius=loc_radius,
+            row_norms=row_norms,
+        )
+        info = {
+            "n_iter": res.n_iter,
+            "clip_thresholds": res.clip_levels,
+            "step_sizes": res.step_sizes,
+            "regularization": res.regs,
+        }
+        return res.coef, info
+
+    def _budget(self, n_fits):
+        """GDP budget of each of ``n_fits`` fits that all touch every record."""
+        if np.isinf(self.epsilon):
+            return math.inf
+        return gdp_mu(float(self.epsilon), self.delta_) / math.sqrt(n_fits)
+
+    def _fit_problems(self, X, targets, loss, loss_name):
+        """Plan, spend and solve ``len(targets)`` problems on the same rows."""
+        n = X.shape[0]
+        self.delta_, rng = self._begin_private_fit(n)
+        Xp = self._prepare_X(X)
+        mu = self._budget(len(targets))
+        plans = [self._make_plan(n, Xp.shape[1], mu, loss) for _ in targets]
+        event = (
+            plans[0].event
+            if len(plans) == 1
+            else ComposedDpEvent([p.event for p in plans])
+        )
+        self._spend(event)
+        results = [
+            self._solve(plan, Xp, t, loss, loss_name, mu, rng)
+            for plan, t in zip(plans, targets)
+        ]
+        self._record_privacy(event)
+        return results
+
+    def _split_coef(self, w):
+        if self.fit_intercept:
+            return w[:-1], float(w[-1])
+        return w, 0.0
+
+    def _set_info(self, infos):
+        one = len(infos) == 1
+        pick = (
+            (lambda key: infos[0][key])
+            if one
+            else (lambda key: [i[key] for i in infos])
+        )
+        self.n_iter_ = int(max(i["n_iter"] for i in infos))
+        self.clip_thresholds_ = pick("clip_thresholds")
+        self.step_sizes_ = pick("step_sizes")
+        if self.solver == "known_lipschitz":
+            self.truncation_threshold_ = pick("truncation_threshold")
+
+    def _decision(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        return np.asarray(X, dtype=np.float64) @ self.coef_.T + self.intercept_
+
+
+def _gdp_of(z, count):
+    return math.inf if z == 0 else math.sqrt(count) / z
+
+
+def _paper_power(G, base, power):
+    """``G * base**(1/power)`` computed in logs (huge n**2 rho / d is fine)."""
+    if math.isinf(base):
+        return math.inf
+    return float(math.exp(math.log(G) + math.log(max(base, 1e-300)) / power))
+
+
+_COMMON_DOC = """
+    solver : {"known_lipschitz", "onepass", "localized"}, default="known_lipschitz"
+        - ``"known_lipschitz"``: Algorithm 4 (rows whose per-row Lipschitz
+          bound exceeds a private quantile become the zero function) followed
+          by full-batch DP-GD with per-sample clipping at a private, adaptive
+          level. The default: best excess risk on the benchmark at every
+          ``n`` (``benchmarks/results/heavy_tailed.md``).
+        - ``"onepass"``: Algorithm 8, localized one-pass clipped DP-SGD for
+          smooth GLMs; linear time, one Gaussian release per disjoint phase.
+          Without ``G_k`` it uses a practical schedule (step halved per phase
+          instead of divided by 16, each phase releases the average of its
+          last half of iterates); with ``G_k`` the paper's verbatim.
+        - ``"localized"``: Theorem 1 pipeline (Algorithms 1-3) with
+          ``n_splits`` chunks per phase.
+    epsilon : float, default=1.0
+        Privacy budget, in ``(0, inf]``. ``inf`` runs the same code path
+        without noise (clipping and truncation at the exact quantile 1, so
+        nothing is clipped).
+    delta : float, default=None
+        ``None`` resolves to ``n_samples ** -1.1`` in ``delta_``.
+    fit_intercept : bool, default=True
+        Fit an intercept through a public constant feature equal to 1
+        (appended to every row, so it counts in row norms and clipping).
+        Centring the data would need its private mean, so it is not done;
+        instead (``known_lipschitz`` regression) the intercept starts at a
+        private median of ``y``, paid from ``bound_share``.
+    k : int, default=4
+        Moment order of the heavy-tailed assumption (used only with ``G_k``).
+    G_k : float, default=None
+        Public bound on the ``k``-th moment of the per-sample Lipschitz
+        constants. If given, the clip level follows the paper's worst-case
+        formula (Theorem 2, Algorithm 8 line 4, or Corollary 1) -- typically
+        far larger than needed. If ``None`` (recommended), clip levels are
+        private quantiles of the per-sample gradient norms at the current
+        iterate, paid from ``bound_share`` of the budget.
+    G_2 : float, default=None
+        Public second-moment bound (``onepass`` step size and the
+        ``localized`` ball radius ``2 G_2 / lambda``); defaults to ``G_k``.
+    radius : float, default=None
+        Radius of the domain ``{||w|| <= radius}`` (coefficients and
+        intercept together); ``None`` means unconstrained.
+    feature_norm : float, default=None
+        Public bound on the row norm of ``X``; rows above it are scaled down
+        to it (documented clipping, never an error). ``None``: no scaling
+        (``onepass`` still scales rows for its smoothness guard, see Notes).
+    max_iter : int, default=30
+        Gradient steps of each full-batch run (``known_lipschitz``, and each
+        chunk of ``localized``). Noise is calibrated to this number.
+    step_size : float, default=None
+        Full-batch step. Default (for standardized features):
+        ``max(0.25, min(1, sqrt(0.006 / p)) / curvature)`` with ``p`` the
+        planned clipped fraction, i.e. ``1 / curvature`` when the noise is
+        small and smaller steps (more averaging) when it dominates. For
+        ``onepass``, the first-phase step (default
+        ``min(0.5, 0.06 / sqrt(n)) / curvature``; later phases halve it).
+    n_splits : int, default=3
+        Chunks per phase of ``localized`` (the paper's ``J``).
+    bound_share : float, default=0.1
+        Share of the budget (of ``mu**2`` in GDP units) spent on private
+        clip and truncation levels when ``G_k`` is ``None``.
+    accountant : PrivacyAccountant, default=None
+        Shared budget to spend from.
+    random_state : int, Generator or None, default=None
+        Seed of the fit's generator (splits, permutations, private quantiles
+        and noise). A published seed lets anyone subtract the noise; the
+        default draws from OS entropy.
+"""
+
+_COMMON_NOTES = """
+    Privacy: ``(epsilon, delta)``-DP under replace-one neighbours (``n`` is
+    public). The plan (a DpEvent built from public quantities before any
+    data is touched) composes, in GDP units (exact for full-batch Gaussian
+    releases): private quantiles by noisy bisection on counts (sensitivity
+    1), clipped-gradient sums (sensitivity ``2 C``), and for ``onepass`` /
+    ``localized`` a :class:`~skdp.privacy.ParallelDpEvent` over disjoint
+    phases/chunks, each with the whole budget.
+
+    Budget shares (of ``mu**2``) with the default ``bound_share=0.1``: 2% on
+    scale quantiles over all records (a high quantile of the row norms for
+    Algorithm 4's truncation and the clip search range; of ``|y|`` for the
+    squared loss; the median of ``y`` that warm-starts the intercept), 8%
+    on the clip levels (``known_lipschitz``: re-estimated at steps 0, 1, 3,
+    7, 15; ``onepass``/``localized``: once per phase/chunk), 90% on the
+    gradient releases. A search that ``n`` records cannot support is
+    skipped by a public rule and its share goes to the gradients; with very
+    few records the scales fall back to public defaults for standardized
+    data (row norm ``2 sqrt(d)``, ``|y| <= 3``).
+
+    The clipped fraction of per-sample gradients is
+    ``min(0.7, 6 z sqrt(d) / n)`` with ``z`` the noise multiplier of a
+    gradient sum: the paper's worst-case clip formulas are ~50x too large in
+    practice (and 10-40x worse in excess risk on the benchmark), and this
+    public rule (tuned on synthetic data) trades clipping bias against
+    noise.
+
+    ``onepass`` smoothness guard: every row of phase ``i`` is scaled to norm
+    at most ``sqrt(2 / (curvature * eta_i))`` so that ``eta_i beta_row <= 2``
+    holds for every possible row, which Theorem 4's privacy proof needs.
+
+    The defaults assume standardized features: step sizes are ``1 / L``
+    for unit-variance features, and a divergence guard halves them if the
+    released gradients grow (post-processing).
+
+    Floating-point Gaussian sampling is not exactly DP (Mironov 2012).
+"""
+
+
+class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
+    """Differentially private linear regression for heavy-tailed data.
+
+    Minimises the mean squared (or Huber) loss of a linear model with the
+    algorithms of Asi, Liu and Tian (NeurIPS 2024), which stay accurate when
+    features, targets or gradients only have a few bounded moments: every
+    per-sample gradient is clipped at a level chosen privately from the
+    data's own gradient distribution, and extreme rows are truncated.
+
+    Parameters
+    ----------
+    loss : {"squared", "huber"}, default="squared"
+        ``(z - y)**2 / 2`` or the Huber loss with threshold ``tau`` on the
+        residual (fixed scale, unlike scikit-learn's ``HuberRegressor`` which
+        also fits a scale).
+    tau : float, default=1.0
+        Huber threshold, in target units.
+    %(common)s
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    privacy_spent_ : tuple (epsilon, delta)
+        Certified privacy of the fit, at most the request.
+    delta_ : float
+        The ``delta`` used.
+    n_iter_ : int
+        Gradient steps (``onepass``: SGD steps, i.e. ``n_samples``).
+    clip_thresholds_ : ndarray
+        Clip level of each step (``known_lipschitz``), phase (``onepass``),
+        or phase x chunk x step (``localized``). Private releases.
+    step_sizes_ : ndarray
+        Step sizes used, same layout as ``clip_thresholds_``.
+    truncation_threshold_ : float
+        ``known_lipschitz`` only: rows with a larger per-row Lipschitz bound
+        were replaced by the zero function.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined only when ``X`` has string feature names.
+
+    See Also
+    --------
+    HeavyTailedLogisticRegression
+
+    Notes
+    -----%(notes)s
+    References
+    ----------
+    Asi, Liu and Tian, "Private stochastic convex optimization with heavy
+    tails: near-optimality from simple reductions", NeurIPS 2024.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp import HeavyTailedLinearRegression
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_t(5, size=(20_000, 3))
+    >>> y = X @ np.array([1.0, -1.0, 0.5]) + 2.0 + rng.standard_t(3, size=20_000)
+    >>> model = HeavyTailedLinearRegression(epsilon=1.0, random_state=0).fit(X, y)
+    >>> np.round(model.coef_, 1), round(model.intercept_, 1)
+    (array([ 1. , -1. ,  0.5]), 2.0)
+    >>> model.privacy_spent_[0] <= 1.0
+    True
+    """
+
+    _parameter_constraints = {
+        **_HeavyTailedGLM._parameter_constraints,
+        "loss": [StrOptions({"squared", "huber"})],
+        "tau": [Interval(Real, 0, None, closed="neither")],
+    }
+
+    def __init__(
+        self,
+        loss="squared",
+        *,
+        tau=1.0,
+        solver="known_lipschitz",
+        epsilon=1.0,
+        delta=None,
+        fit_intercept=True,
+        k=4,
+        G_k=None,
+        G_2=None,
+        radius=None,
+        feature_norm=None,
+        max_iter=30,
+        step_size=None,
+        n_splits=3,
+        bound_share=0.1,
+        accountant=None,
+        random_state=None,
+    ):
+        self.loss = loss
+        self.tau = tau
+        self.solver = solver
+        self.epsilon = epsilon
+        self.delta = delta
+        self.fit_intercept = fit_intercept
+        self.k = k
+        self.G_k = G_k
+        self.G_2 = G_2
+        self.radius = radius
+        self.feature_norm = feature_norm
+        self.max_iter = max_iter
+        self.step_size = step_size
+        self.n_splits = n_splits
+        self.bound_share = bound_share
+        self.accountant = accountant
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True
+        return tags
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the private linear model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : HeavyTailedLinearRegression
+        """
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=True)
+        y = np.asarray(y, dtype=np.float64)
+        loss = SquaredLoss() if self.loss == "squared" else HuberLoss(self.tau)
+        ((w, info),) = self._fit_problems(X, [y], loss, self.loss)
+        self.coef_, self.intercept_ = self._split_coef(w)
+        self._set_info([info])
+        return self
+
+    def predict(self, X):
+        """Predict with the fitted linear model (no noise added).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self._decision(X)
+
+
+class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
+    """Differentially private logistic regression for heavy-tailed features.
+
+    Minimises the mean logistic loss with the algorithms of Asi, Liu and
+    Tian (NeurIPS 2024): per-sample gradients are clipped at a privately
+    chosen level and rows with extreme norms are truncated, so the model
+    stays accurate when the features only have a few bounded moments.
+    More than two classes are handled one-vs-rest: every record takes part
+    in every binary problem, so each gets ``1 / n_classes`` of the budget in
+    ``mu**2`` (the plan composes them).
+
+    Parameters
+    ----------
+    classes : array-like, default=None
+        Public list of class labels. ``None`` reads them from ``y``, which is
+        standard in scikit-learn but reveals which labels occur (a small
+        leak); declare them to avoid it. With ``classes`` given, a ``y`` that
+        has a single class still fits (the model predicts that class).
+    %(common)s
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    privacy_spent_ : tuple (epsilon, delta)
+    delta_ : float
+    n_iter_ : int
+    clip_thresholds_ : ndarray or list of ndarray (one per class if more than two)
+    step_sizes_ : ndarray or list of ndarray
+    truncation_threshold_ : float or list of float
+        ``known_lipschitz`` only.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    See Also
+    --------
+    HeavyTailedLinearRegression
+
+    Notes
+    -----%(notes)s
+    References
+    ----------
+    Asi, Liu and Tian, "Private stochastic convex optimization with heavy
+    tails: near-optimality from simple reductions", NeurIPS 2024.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp import HeavyTailedLogisticRegression
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_t(5, size=(20_000, 3))
+    >>> y = (X @ np.array([2.0, -1.0, 0.0]) + rng.logistic(size=20_000) > 0).astype(int)
+    >>> clf = HeavyTailedLogisticRegression(random_state=0, classes=[0, 1]).fit(X, y)
+    >>> clf.score(X, y) > 0.75
+    True
+    """
+
+    _parameter_constraints = {
+        **_HeavyTailedGLM._parameter_constraints,
+        "classes": ["array-like", None],
+    }
+
+    def __init__(
+        self,
+        *,
+        classes=None,
+        solver="known_lipschitz",
+        epsilon=1.0,
+        delta=None,
+        fit_intercept=True,
+        k=4,
+        G_k=None,
+        G_2=None,
+        radius=None,
+        feature_norm=None,
+        max_iter=30,
+        step_size=None,
+        n_splits=3,
+        bound_share=0.1,
+        accountant=None,
+        random_state=None,
+    ):
+        self.classes = classes
+        self.solver = solver
+        self.epsilon = epsilon
+        self.delta = delta
+        self.fit_intercept = fit_intercept
+        self.k = k
+        self.G_k = G_k
+        self.G_2 = G_2
+        self.radius = radius
+        self.feature_norm = feature_norm
+        self.max_iter = max_iter
+        self.step_size = step_size
+        self.n_splits = n_splits
+        self.bound_share = bound_share
+        self.accountant = accountant
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.poor_score = True
+        return tags
+
+    def _resolve_classes(self, y):
+        if self.classes is None:
+            classes = np.unique(y)
+            if classes.size < 2:
+                raise ValueError(
+                    "HeavyTailedLogisticRegression needs at least two classes, "
+                    f"but y contains only {classes.size} class(es). Pass the "
+                    "public list of labels with classes=[...] to fit anyway."
+                )
+            return classes
+        classes = np.unique(np.asarray(self.classes))
+        if classes.size < 2:
+            raise ValueError("`classes` must list at least two labels.")
+        unknown = ~np.isin(y, classes)
+        if np.any(unknown):
+            raise ValueError(
+                f"y contains labels that are not in `classes`: {np.unique(y[unknown])!r}."
+            )
+        return classes
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the private logistic model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : HeavyTailedLogisticRegression
+        """
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        check_classification_targets(y)
+        self.classes_ = self._resolve_classes(y)
+        if self.classes_.size == 2:
+            targets = [np.where(y == self.classes_[1], 1.0, -1.0)]
+        else:
+            targets = [np.where(y == c, 1.0, -1.0) for c in self.classes_]
+        results = self._fit_problems(X, targets, LogisticLoss(), "logistic")
+        coefs, intercepts = zip(*(self._split_coef(w) for w, _ in results))
+        self.coef_ = np.vstack(coefs)
+        self.intercept_ = np.asarray(intercepts, dtype=np.float64)
+        self._set_info([info for _, info in results])
+        return self
+
+    def decision_function(self, X):
+        """Linear scores (no noise added).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
+        """
+        scores = self._decision(X)
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def predict_proba(self, X):
+        """Class probabilities (one-vs-rest scores normalised if more than two classes).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            p = expit(scores)
+            return np.column_stack([1.0 - p, p])
+        p = expit(scores)
+        total = p.sum(axis=1, keepdims=True)
+        return np.divide(
+            p, total, out=np.full_like(p, 1.0 / p.shape[1]), where=total > 0
+        )
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def predict(self, X):
+        """Predicted class labels.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+
+for _cls in (HeavyTailedLinearRegression, HeavyTailedLogisticRegression):
+    _cls.__doc__ = _cls.__doc__ % {
+        "common": _COMMON_DOC.strip("\n").lstrip() + "\n",
+        "notes": _COMMON_NOTES,
+    }

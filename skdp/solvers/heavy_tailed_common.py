@@ -1,0 +1,200 @@
+"""Building blocks shared by the heavy-tailed GLM solvers (Asi, Liu and Tian).
+
+- :func:`split_gdp` turns a GDP budget ``mu`` into noise multipliers for
+  groups of full-batch Gaussian releases by shares of ``mu**2`` (exact: the
+  composition of full-batch Gaussian steps is ``sqrt(sum (1/z)**2)``-GDP).
+- :func:`row_lipschitz_bounds` gives the per-row Lipschitz bounds of
+  Assumption 2 (known Lipschitz) for linear models on a ball.
+- :func:`loss_code`, :func:`safe_derivatives`, :func:`fast_row_norms`:
+  small numerical helpers (kernel codes, non-finite derivatives, fast
+  overflow-safe row norms).
+
+Private bounds (quantiles, scales, clip levels) live in
+:mod:`skdp.solvers.heavy_tailed_bounds`.
+"""
+
+import math
+
+import numpy as np
+
+from ..losses import HuberLoss, LogisticLoss, SquaredLoss
+from ..utils import safe_row_norms
+
+__all__ = [
+    "split_gdp",
+    "row_lipschitz_bounds",
+    "loss_code",
+    "safe_derivatives",
+    "fast_row_norms",
+]
+
+
+def split_gdp(mu, parts):
+    """Noise multipliers for groups of full-batch Gaussian releases.
+
+    Group ``j`` has ``count_j`` releases, each with multiplier ``z_j`` and
+    receives the share ``share_j`` of ``mu**2``:
+    ``count_j / z_j**2 = share_j * mu**2``. The composition of all groups is
+    then exactly ``mu``-GDP (shares must sum to at most 1).
+
+    Parameters
+    ----------
+    mu : float
+        GDP budget of the records that take part in every group; ``inf``
+        means no noise.
+    parts : list of (int, float)
+        ``(count, share)`` per group.
+
+    Returns
+    -------
+    z : list of float
+        Multipliers (``0.0`` if ``mu`` is infinite, ``inf`` for an empty group).
+
+    Examples
+    --------
+    >>> [round(z, 3) for z in split_gdp(1.0, [(1, 0.5), (4, 0.5)])]
+    [1.414, 2.828]
+    """
+    shares = [float(s) for _, s in parts]
+    if sum(shares) > 1.0 + 1e-12 or min(shares, default=0.0) < 0:
+        raise ValueError("Budget shares must be non-negative and sum to at most 1.")
+    out = []
+    for count, share in parts:
+        if count == 0:
+            out.append(math.inf)
+        elif math.isinf(mu):
+            out.append(0.0)
+        elif share == 0:
+            raise ValueError("A group of releases received no budget.")
+        else:
+            # tiny margin: round-off must never make the plan overspend
+            out.append(math.sqrt(count / (share * mu * mu)) * (1.0 + 1e-9))
+    return out
+
+
+def loss_code(loss):
+    """``(code, tau)`` of a loss for the compiled kernels.
+
+    Parameters
+    ----------
+    loss : SquaredLoss, HuberLoss or LogisticLoss
+
+    Returns
+    -------
+    code : int
+        0 squared, 1 Huber, 2 logistic.
+    tau : float
+        Huber threshold (0 otherwise).
+
+    Examples
+    --------
+    >>> loss_code(HuberLoss(2.0))
+    (1, 2.0)
+    """
+    if isinstance(loss, HuberLoss):
+        return 1, float(loss.tau)
+    if isinstance(loss, LogisticLoss):
+        return 2, 0.0
+    if isinstance(loss, SquaredLoss):
+        return 0, 0.0
+    raise TypeError(f"Unsupported loss {loss!r}.")
+
+
+def safe_derivatives(loss, z, y):
+    """Scalar derivatives with non-finite values made harmless.
+
+    Rows with astronomically large entries can make ``x @ w`` infinite or
+    ``nan`` (``inf - inf``). An infinite derivative is clipped later to the
+    per-row cap, so keep its sign; a ``nan`` carries no direction and is
+    replaced by 0 (a per-record map, so privacy is unaffected).
+
+    Parameters
+    ----------
+    loss : _GLMLoss
+    z, y : ndarray of shape (n,)
+
+    Returns
+    -------
+    ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> safe_derivatives(SquaredLoss(), np.array([np.nan, np.inf]), np.zeros(2))
+    array([ 0., inf])
+    """
+    with np.errstate(invalid="ignore", over="ignore"):
+        g = loss.derivative(z, y)
+    g = np.asarray(g, dtype=float)
+    g[np.isnan(g)] = 0.0
+    return g
+
+
+def row_lipschitz_bounds(loss, row_norms, y, radius):
+    """Per-row Lipschitz bounds over the ball of radius ``radius`` (Assumption 2).
+
+    For ``f(w; (a, y)) = loss(<a, w>, y)`` on ``{||w|| <= R}``:
+    logistic ``||a||``, Huber ``tau ||a||``, squared ``||a|| (R ||a|| + |y|)``.
+    With ``R = inf`` the squared-loss bound is infinite for every non-zero
+    row; rows are then ranked by their bound per unit radius, ``||a||**2``,
+    which orders them exactly like ``||a||`` (the limit ``R -> inf``).
+
+    Parameters
+    ----------
+    loss : _GLMLoss
+    row_norms : ndarray of shape (n,)
+    y : ndarray of shape (n,)
+    radius : float
+        Domain radius (``inf`` allowed).
+
+    Returns
+    -------
+    bounds : ndarray of shape (n,)
+        A true Lipschitz bound when it is finite; for the squared loss with
+        ``radius=inf``, ``row_norms`` (a ranking only).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> row_lipschitz_bounds(SquaredLoss(), np.array([2.0]), np.array([-1.0]), 3.0)
+    array([14.])
+    """
+    row_norms = np.asarray(row_norms, dtype=float)
+    if isinstance(loss, LogisticLoss):
+        return row_norms.copy()
+    if isinstance(loss, HuberLoss):
+        return loss.tau * row_norms
+    if math.isinf(radius):
+        return row_norms.copy()
+    with np.errstate(over="ignore"):
+        return row_norms * (radius * row_norms + np.abs(np.asarray(y, dtype=float)))
+
+
+def fast_row_norms(X):
+    """Row norms, fast for ordinary data and overflow-safe for extreme rows.
+
+    ``sqrt(sum x**2)`` in one pass; rows whose result is not finite, or so
+    large or so small that squaring may have overflowed or underflowed, are
+    recomputed with :func:`skdp.utils.safe_row_norms`.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+
+    Returns
+    -------
+    ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fast_row_norms(np.array([[3.0, 4.0], [1e300, 1e300]]))
+    array([5.00000000e+000, 1.41421356e+300])
+    """
+    X = np.asarray(X, dtype=float)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    bad = ~np.isfinite(norms) | (norms > 1e150) | (norms < 1e-150)
+    if np.any(bad):
+        norms[bad] = safe_row_norms(X[bad])
+    return norms

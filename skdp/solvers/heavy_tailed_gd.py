@@ -1,0 +1,403 @@
+"""Full-batch clipped DP gradient descent (Algorithm 1, practical form).
+
+:func:`clipped_dp_gd` is the workhorse: each step releases the sum of
+per-sample gradients clipped to ``C_t`` plus ``N(0, (2 C_t z)**2 I)``
+(replace-one sensitivity ``2 C_t``), so ``T`` steps are ``T`` Gaussian events
+of multiplier ``z`` whatever the clip levels. The clip level is either fixed
+(public) or re-estimated at a few public checkpoints as a private quantile of
+the per-sample gradient norms at the current iterate
+(:func:`~skdp.solvers.heavy_tailed_common.noisy_log_quantile`). Everything
+after the noisy sum -- step, divergence guard, projection, averaging -- is
+post-processing.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..privacy import ComposedDpEvent, gaussian_noise, gaussian_steps
+from .heavy_tailed_bounds import (
+    BISECTION_STEPS,
+    DEFAULT_TARGET,
+    noisy_log_quantile,
+    quantile_reliable,
+    tail_fraction,
+)
+from .heavy_tailed_common import (
+    fast_row_norms,
+    safe_derivatives,
+    split_gdp,
+)
+from .heavy_tailed_kernels import clipped_gradient_sum
+
+__all__ = [
+    "FullBatchPlan",
+    "GDResult",
+    "make_full_batch_plan",
+    "clipped_dp_gd",
+    "checkpoint_schedule",
+    "practical_step_size",
+]
+
+#: A step whose released gradient grows by more than this factor (and is well
+#: above the noise floor) is treated as divergence: undo it, halve the step.
+_GUARD_GROWTH = 1.5
+_GUARD_NOISE_FLOOR = 3.0
+#: Clip level before the first private estimate: this many octaves below the
+#: ceiling of the search range (heavy clipping is the safe side).
+_FALLBACK_OCTAVES = 8.0
+#: Step-size rule (practical_step_size): full 1/L step below this clipped
+#: fraction, and never below the floor.
+_STEP_P0 = 0.006
+_STEP_FLOOR = 0.25
+
+
+def checkpoint_schedule(n_steps):
+    """Steps at which the clip level is re-estimated: 0, 1, 3, 7, 15, ...
+
+    Gradient norms change fastest at the start, so checkpoints are
+    geometrically spaced (public, data independent).
+
+    Parameters
+    ----------
+    n_steps : int
+
+    Returns
+    -------
+    tuple of int
+
+    Examples
+    --------
+    >>> checkpoint_schedule(30)
+    (0, 1, 3, 7, 15)
+    """
+    out, k = [], 1
+    while k - 1 < n_steps:
+        out.append(k - 1)
+        k *= 2
+    return tuple(out)
+
+
+def practical_step_size(curvature, clip_fraction):
+    """Default full-batch step for standardized features (public rule).
+
+    ``max(0.25, min(1, sqrt(0.006 / p)) / curvature)``: the classical
+    ``1 / L`` step when the planned clipped fraction ``p`` is small (little
+    noise), and a smaller step, hence more averaging of the noise, when ``p``
+    is large (noise dominates). Measured on the benchmark's synthetic data
+    (see ``benchmarks/results/heavy_tailed.md``); the divergence guard of
+    :func:`clipped_dp_gd` halves it if the data are worse conditioned.
+
+    Parameters
+    ----------
+    curvature : float
+        Bound on the loss's second derivative (1 squared/Huber, 1/4 logistic).
+    clip_fraction : float
+        Planned fraction ``p`` of clipped per-sample gradients.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> practical_step_size(0.25, 0.0), practical_step_size(1.0, 0.44)
+    (4.0, 0.25)
+    """
+    scale = 1.0 if clip_fraction <= _STEP_P0 else math.sqrt(_STEP_P0 / clip_fraction)
+    return max(_STEP_FLOOR, scale / float(curvature))
+
+
+@dataclass(frozen=True)
+class FullBatchPlan:
+    """Noise of one run of :func:`clipped_dp_gd` (public, data independent).
+
+    Parameters
+    ----------
+    n_steps : int
+        Gradient steps ``T``; each is ``GaussianDpEvent(z_grad)``.
+    z_grad : float
+        Multiplier of every clipped-gradient sum (sensitivity ``2 C_t``).
+    clip_fraction : float
+        Target fraction ``p`` of clipped per-sample gradients
+        (:func:`~skdp.solvers.heavy_tailed_common.tail_fraction`).
+    checkpoints : tuple of int
+        Steps at which the clip level is privately re-estimated (empty if
+        the clip level is public or a search would be unreliable).
+    z_count : float
+        Multiplier of each bisection count (sensitivity 1).
+    bisection_steps : int
+        Counts per private clip level.
+    """
+
+    n_steps: int
+    z_grad: float
+    clip_fraction: float = 0.0
+    checkpoints: tuple = ()
+    z_count: float = math.inf
+    bisection_steps: int = BISECTION_STEPS
+
+    @property
+    def n_counts(self):
+        return len(self.checkpoints) * self.bisection_steps
+
+    @property
+    def event(self):
+        """The run as a DpEvent (counts, then gradient sums)."""
+        parts = []
+        if self.n_counts:
+            parts.append(gaussian_steps(self.z_count, self.n_counts))
+        parts.append(gaussian_steps(self.z_grad, self.n_steps))
+        return ComposedDpEvent(parts)
+
+
+def make_full_batch_plan(
+    mu,
+    n,
+    d,
+    n_steps,
+    *,
+    adaptive_clip=True,
+    clip_share=0.08,
+    reserved_share=0.0,
+    target=DEFAULT_TARGET,
+):
+    """Split a GDP budget ``mu`` between clip estimation and gradient steps.
+
+    Shares are fractions of ``mu**2``; ``reserved_share`` is spent elsewhere
+    (e.g. on scale quantiles over the same records). If a clip search on
+    ``n`` records would be unreliable (:func:`quantile_reliable`), no
+    checkpoint is planned and the solver uses its fallback clip level.
+
+    Parameters
+    ----------
+    mu : float
+        GDP budget of the records of this run (``inf``: no noise).
+    n, d : int
+        Records and dimension of the run (public).
+    n_steps : int
+    adaptive_clip : bool, default=True
+        Estimate clip levels privately at :func:`checkpoint_schedule`.
+    clip_share : float, default=0.08
+    reserved_share : float, default=0.0
+    target : QuantileTarget, optional
+
+    Returns
+    -------
+    FullBatchPlan
+
+    Examples
+    --------
+    >>> from skdp.privacy import gdp_mu_of
+    >>> plan = make_full_batch_plan(0.5, 10_000, 5, 30)
+    >>> plan.checkpoints, round(gdp_mu_of(plan.event), 6)
+    ((0, 1, 3, 7, 15), 0.5)
+    """
+    checkpoints = checkpoint_schedule(n_steps) if adaptive_clip else ()
+    grad_share = 1.0 - reserved_share
+    if checkpoints:
+        n_counts = len(checkpoints) * BISECTION_STEPS
+        z_count, z_grad = split_gdp(
+            mu, [(n_counts, clip_share), (n_steps, grad_share - clip_share)]
+        )
+        p = tail_fraction(z_grad, n, d, target)
+        if quantile_reliable(n, p, z_count):
+            return FullBatchPlan(n_steps, z_grad, p, checkpoints, z_count)
+    (z_grad,) = split_gdp(mu, [(n_steps, grad_share)])
+    return FullBatchPlan(n_steps, z_grad, tail_fraction(z_grad, n, d, target))
+
+
+@dataclass
+class GDResult:
+    """Output of :func:`clipped_dp_gd` (all entries are private releases).
+
+    Attributes
+    ----------
+    coef : ndarray of shape (d,)
+        Average of the iterates of the second half of the run.
+    clip_levels : ndarray of shape (T,)
+        Clip level used at each step.
+    step_sizes : ndarray of shape (T,)
+        Step size used at each step.
+    n_iter : int
+    """
+
+    coef: np.ndarray
+    clip_levels: np.ndarray
+    step_sizes: np.ndarray
+    n_iter: int
+    extra: dict = field(default_factory=dict)
+
+
+def _project(w, center, radius):
+    if math.isinf(radius):
+        return w
+    diff = w - center
+    dist = float(np.linalg.norm(diff))
+    return w if dist <= radius else center + diff * (radius / dist)
+
+
+def _prox_step(w, data_grad, lr, reg, center, radius):
+    # argmin_x lr <g, x> + lr reg/2 ||x - center||^2 + 1/2 ||x - w||^2, then
+    # projection (Algorithm 1, line 5, with the regulariser centred at center)
+    x = center + (w - lr * data_grad - center) / (1.0 + lr * reg)
+    return _project(x, center, radius)
+
+
+def clipped_dp_gd(
+    X,
+    y,
+    loss,
+    plan,
+    rng,
+    *,
+    step_size,
+    clip=None,
+    clip_range=None,
+    clip_start=None,
+    clip_cap=math.inf,
+    w0=None,
+    center=None,
+    reg=0.0,
+    radius=math.inf,
+    row_norms=None,
+):
+    """Full-batch DP-GD with per-sample clipping (Algorithm 1, practical form).
+
+    Step ``t`` releases ``S_t = sum_i clip_{C_t}(grad_i(w_t)) + N(0, (2 C_t
+    z)**2 I)`` and moves to the minimiser of
+    ``eta <S_t / n, x> + eta reg / 2 ||x - center||**2 + ||x - w_t||**2 / 2``
+    projected on ``B(center, radius)`` (Algorithm 1, line 5). The per-sample
+    gradient of a GLM is ``loss'(<x_i, w>, y_i) x_i``; it is clipped by
+    clipping the scalar derivative to ``C_t / ||x_i||``.
+
+    Privacy: ``plan.n_steps`` Gaussian sums of multiplier ``plan.z_grad``
+    plus the private clip levels (``plan.n_counts`` counts), i.e.
+    ``plan.event``. ``n`` is public.
+
+    Practical choices (not from the paper, all post-processing): a constant
+    step ``step_size`` halved whenever a released gradient grows by more than
+    1.5x while being well above its noise level (divergence guard), and the
+    average of the iterates of the second half of the run (the paper uses
+    weights ``t + 4`` with steps ``4 / (lambda (t + 1))``).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+    loss : _GLMLoss
+    plan : FullBatchPlan
+    rng : numpy.random.Generator
+    step_size : float
+    clip : float, optional
+        Public clip level. ``None``: at ``plan.checkpoints`` the clip level
+        is the private ``1 - plan.clip_fraction`` quantile of the per-sample
+        gradient norms, searched in ``clip_range``; before the first
+        checkpoint (or without any) it is ``clip_start``.
+    clip_range : tuple (low, high), optional
+        ``log2`` search range (from earlier private releases); required if
+        ``clip`` is ``None``.
+    clip_start : float, optional
+        Clip level before the first checkpoint; default
+        ``2**(clip_range[1] - 8)`` (heavy clipping is the safe side).
+    clip_cap : float, default=inf
+        Upper bound on the clip level (the truncation level of Algorithm 4).
+    w0 : ndarray of shape (d,), optional
+        Start (default ``center`` or 0).
+    center : ndarray of shape (d,), optional
+        Centre of the regulariser and of the domain ball (default 0).
+    reg : float, default=0.0
+        Coefficient of ``reg / 2 * ||w - center||**2``.
+    radius : float, default=inf
+    row_norms : ndarray of shape (n,), optional
+
+    Returns
+    -------
+    GDResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp.losses import SquaredLoss
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(500, 2)); y = X @ np.array([1.0, -2.0])
+    >>> plan = make_full_batch_plan(np.inf, 500, 2, 40)
+    >>> res = clipped_dp_gd(X, y, SquaredLoss(), plan, rng, step_size=0.5, clip_range=(-10, 6))
+    >>> np.round(res.coef, 3)
+    array([ 1., -2.])
+    """
+    n, d = X.shape
+    if row_norms is None:
+        row_norms = fast_row_norms(X)
+    center = np.zeros(d) if center is None else np.asarray(center, dtype=float)
+    w = center.copy() if w0 is None else np.asarray(w0, dtype=float).copy()
+    w = _project(w, center, radius)
+    T = int(plan.n_steps)
+    q = 1.0 - plan.clip_fraction
+    if clip is None:
+        if clip_range is None:
+            raise ValueError("A private clip level needs a clip_range.")
+        checkpoints = set(plan.checkpoints)
+        C = (
+            2.0 ** (clip_range[1] - _FALLBACK_OCTAVES)
+            if clip_start is None
+            else clip_start
+        )
+    else:
+        checkpoints = set()
+        C = float(clip)
+    with np.errstate(divide="ignore"):
+        inv_norms = np.where(row_norms > 0, 1.0 / row_norms, 0.0)
+    lr = float(step_size)
+    clip_levels = np.empty(T)
+    step_sizes = np.empty(T)
+    acc = np.zeros(d)
+    n_avg = 0
+    first_avg = T // 2
+    prev = None  # (point, released data gradient, norm of the full gradient)
+    X = np.ascontiguousarray(X, dtype=float)
+    y = np.ascontiguousarray(y, dtype=float)
+    for t in range(T):
+        if t in checkpoints:
+            with np.errstate(over="ignore", invalid="ignore"):
+                g = safe_derivatives(loss, X @ w, y)
+                norms = np.abs(g) * row_norms
+            C = min(
+                clip_cap,
+                noisy_log_quantile(
+                    norms,
+                    q,
+                    plan.z_count,
+                    rng,
+                    log2_range=clip_range,
+                    steps=plan.bisection_steps,
+                ),
+            )
+        C = min(C, clip_cap)
+        # sum of per-sample gradients clipped to C (scalar derivative clipped
+        # to C / ||x_i||); rows with zero norm (e.g. truncated) are skipped
+        clipped_sum = clipped_gradient_sum(X, y, w, inv_norms, C, loss)
+        noisy_sum = clipped_sum + gaussian_noise(rng, 2.0 * C * plan.z_grad, d)
+        data_grad = noisy_sum / n
+        clip_levels[t] = C
+        gnorm = float(np.linalg.norm(data_grad + reg * (w - center)))
+        noise_norm = 2.0 * C * plan.z_grad * math.sqrt(d) / n
+        if (
+            prev is not None
+            and gnorm > _GUARD_GROWTH * prev[2]
+            and gnorm > _GUARD_NOISE_FLOOR * noise_norm
+        ):
+            # divergence guard (post-processing): back to the previous point
+            # with half the step, using the gradient already released there
+            lr *= 0.5
+            w = _prox_step(prev[0], prev[1], lr, reg, center, radius)
+        else:
+            prev = (w, data_grad, gnorm)
+            w = _prox_step(w, data_grad, lr, reg, center, radius)
+        step_sizes[t] = lr
+        if t >= first_avg:
+            acc += w
+            n_avg += 1
+    coef = acc / n_avg if n_avg else w
+    return GDResult(coef, clip_levels, step_sizes, T)

@@ -1,0 +1,312 @@
+"""Algorithm 4 of Asi, Liu and Tian (KnownLipReduction) followed by clipped DP-GD.
+
+Rows whose per-row Lipschitz bound exceeds a threshold are replaced by the
+zero function (a per-record map, so neighbours stay neighbours), then a DP
+solver for Lipschitz losses runs on the result. The paper leaves that solver
+open ([FKT20]); we use :func:`~skdp.solvers.heavy_tailed_gd.clipped_dp_gd`
+with private, adaptive clip levels capped at the truncation level.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..losses import LogisticLoss, SquaredLoss
+from ..privacy import ComposedDpEvent, gaussian_steps
+from .heavy_tailed_bounds import (
+    DEFAULT_TARGET,
+    RANGE_STEPS,
+    SEARCH_OCTAVES,
+    UNRELIABLE_SLACK,
+    clip_search_range,
+    default_scales,
+    noisy_median,
+    scale_quantile,
+    scales_estimable,
+)
+from .heavy_tailed_common import (
+    fast_row_norms,
+    row_lipschitz_bounds,
+    split_gdp,
+)
+from .heavy_tailed_gd import FullBatchPlan, clipped_dp_gd, make_full_batch_plan
+
+__all__ = [
+    "KnownLipschitzPlan",
+    "make_known_lipschitz_plan",
+    "known_lipschitz_scales",
+    "known_lipschitz",
+]
+
+#: Largest fraction of rows Algorithm 4's truncation aims to drop.
+_MAX_TRUNC_FRACTION = 0.01
+
+
+@dataclass(frozen=True)
+class KnownLipschitzPlan:
+    """Noise of :func:`known_lipschitz`: scale quantiles, then the GD run.
+
+    Parameters
+    ----------
+    gd : FullBatchPlan
+    n_scales : int
+        Private scale quantiles over all records (truncation level, and the
+        target scale for the squared loss without a radius); 0 if public.
+    z_scale : float
+        Multiplier of their counts.
+    trunc_fraction : float
+        Fraction of rows the truncation level aims to drop.
+    default_scales : bool
+        Too few records for private scales: public defaults for
+        standardized data (:func:`default_scales`) are used instead.
+    """
+
+    gd: FullBatchPlan
+    n_scales: int = 0
+    z_scale: float = math.inf
+    trunc_fraction: float = 0.0
+    default_scales: bool = False
+
+    @property
+    def event(self):
+        parts = []
+        if self.n_scales:
+            parts.append(gaussian_steps(self.z_scale, self.n_scales * RANGE_STEPS))
+        parts.append(self.gd.event)
+        return ComposedDpEvent(parts)
+
+
+def make_known_lipschitz_plan(
+    mu,
+    n,
+    d,
+    n_steps,
+    *,
+    n_scales=1,
+    adaptive_clip=True,
+    bound_share=0.1,
+    target=DEFAULT_TARGET,
+):
+    """Budget split of Algorithm 4 + DP-GD (shares of ``mu**2``).
+
+    A fifth of ``bound_share`` pays for the ``n_scales`` scale quantiles
+    (truncation level and, if needed, target scale), the rest for the clip
+    levels; the remainder pays for the gradients.
+
+    Parameters
+    ----------
+    mu : float
+    n, d : int
+    n_steps : int
+    n_scales : int, default=1
+        0 when the truncation level and clip level are public.
+    adaptive_clip : bool, default=True
+    bound_share : float, default=0.1
+    target : QuantileTarget, optional
+        Rule for the clipped fraction.
+
+    Returns
+    -------
+    KnownLipschitzPlan
+
+    Examples
+    --------
+    >>> from skdp.privacy import gdp_mu_of
+    >>> plan = make_known_lipschitz_plan(0.3, 10_000, 5, 30)
+    >>> round(gdp_mu_of(plan.event), 6)
+    0.3
+    """
+    scale_share = 0.2 * bound_share if n_scales else 0.0
+    use_defaults = False
+    if n_scales:
+        (z_scale,) = split_gdp(mu, [(n_scales * RANGE_STEPS, scale_share)])
+        if not scales_estimable(n, z_scale):
+            use_defaults, n_scales, scale_share = True, 0, 0.0
+    clip_share = bound_share - scale_share
+    gd = make_full_batch_plan(
+        mu,
+        n,
+        d,
+        n_steps,
+        adaptive_clip=adaptive_clip,
+        clip_share=clip_share,
+        reserved_share=scale_share,
+        target=target,
+    )
+    if not n_scales:
+        return KnownLipschitzPlan(gd, default_scales=use_defaults)
+    trunc = min(_MAX_TRUNC_FRACTION, gd.clip_fraction / 4.0)
+    return KnownLipschitzPlan(gd, n_scales, z_scale, trunc)
+
+
+def known_lipschitz_scales(
+    loss, radius, *, public_truncation=False, public_clip=False, intercept=False
+):
+    """Number of private scale quantiles :func:`known_lipschitz` needs.
+
+    Truncation level (unless public), target scale (squared loss without a
+    radius, or to bound the intercept's warm start) and the target median
+    (regression with an intercept and private clipping).
+
+    Parameters
+    ----------
+    loss : _GLMLoss
+    radius : float
+    public_truncation, public_clip : bool, default=False
+    intercept : bool, default=False
+        Whether the last column is a public constant intercept column.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from skdp.losses import SquaredLoss
+    >>> known_lipschitz_scales(SquaredLoss(), math.inf)
+    2
+    >>> known_lipschitz_scales(SquaredLoss(), math.inf, intercept=True)
+    3
+    """
+    unbounded = math.isinf(radius) and isinstance(loss, SquaredLoss)
+    median = _warm_start_intercept(loss, intercept, public_clip)
+    target = (unbounded and not public_clip) or median
+    return int(not public_truncation) + int(target) + int(median)
+
+
+def _warm_start_intercept(loss, intercept, public_clip):
+    return bool(intercept and not public_clip and not isinstance(loss, LogisticLoss))
+
+
+def known_lipschitz(
+    X,
+    y,
+    loss,
+    plan,
+    rng,
+    *,
+    step_size,
+    truncation=None,
+    clip=None,
+    radius=math.inf,
+    row_norms=None,
+    intercept_index=None,
+):
+    """Algorithm 4 (KnownLipReduction) followed by clipped DP-GD.
+
+    1. Per-row Lipschitz bounds ``L_i`` (:func:`row_lipschitz_bounds`).
+    2. Truncation level ``C``: ``truncation`` if given (public, e.g. the
+       paper's ``G_k (n sqrt(rho) / sqrt(d))**(1/k)``), else the private
+       ``1 - plan.trunc_fraction`` quantile of ``L_i`` (at most 1% of the
+       rows; on data too small for that quantile, a lower one times 4, see
+       :func:`scale_quantile`).
+    3. Rows with ``L_i > C`` become the zero function (row and target set to
+       0: zero gradient for every loss). A per-record map, so neighbouring
+       datasets stay neighbours.
+    4. :func:`clipped_dp_gd` on the result. When ``L_i`` is a true Lipschitz
+       bound (finite radius, or logistic/Huber) the clip level is capped at
+       ``C``, so the surviving losses are ``C``-Lipschitz as the paper
+       needs, and ``C`` is the ceiling of the clip search. For the squared
+       loss without a radius, ``L_i`` ranks rows by norm and the ceiling is
+       ``4 C Y`` with ``Y`` a private quantile of ``|y|``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+    loss : _GLMLoss
+    plan : KnownLipschitzPlan
+    rng : numpy.random.Generator
+    step_size : float
+    truncation : float, optional
+    clip : float, optional
+        Public clip level (default: private, adaptive).
+    radius : float, default=inf
+        Domain radius; iterates are projected on ``B(0, radius)``.
+    row_norms : ndarray of shape (n,), optional
+    intercept_index : int, optional
+        Column holding a public constant 1. For regression losses with a
+        private clip level, the run starts with that coefficient at a
+        private median of ``y`` (found in ``[-Y, Y]`` with ``Y`` the private
+        target scale): heavy clipping makes a far-off intercept slow to
+        reach, and the warm start costs one more scale quantile.
+
+    Returns
+    -------
+    GDResult
+        ``extra["truncation"]`` holds the truncation level (private).
+
+    References
+    ----------
+    Asi, Liu and Tian, "Private stochastic convex optimization with heavy
+    tails: near-optimality from simple reductions", NeurIPS 2024, Alg. 4.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp.losses import LogisticLoss
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_t(5, size=(2000, 3)); y = np.sign(X[:, 0] + 0.1)
+    >>> plan = make_known_lipschitz_plan(1.0, 2000, 3, 30)
+    >>> res = known_lipschitz(X, y, LogisticLoss(), plan, rng, step_size=1.0)
+    >>> bool(res.coef[0] > 1.0)
+    True
+    """
+    n, d = X.shape
+    if row_norms is None:
+        row_norms = fast_row_norms(X)
+    bounds = row_lipschitz_bounds(loss, row_norms, y, radius)
+    # with radius=inf the squared-loss "bounds" are only a ranking
+    is_lipschitz = not (math.isinf(radius) and isinstance(loss, SquaredLoss))
+    tail = 0.0 if plan.z_scale == 0 else plan.trunc_fraction
+    warm = _warm_start_intercept(loss, intercept_index is not None, clip is not None)
+    need_target = (clip is None and not is_lipschitz) or warm
+    needed = (truncation is None) + need_target + warm
+    target = None
+    w0 = np.zeros(d)
+    if plan.default_scales:
+        # too few records for private scales: public ones (standardized data)
+        B, target = default_scales(d, loss)
+        if truncation is None:
+            ref = row_lipschitz_bounds(
+                loss, np.array([B]), np.array([target or 0.0]), radius
+            )
+            truncation = float(ref[0]) * UNRELIABLE_SLACK
+    elif plan.n_scales != needed:
+        raise ValueError(
+            "The plan does not pay for the scale quantiles this run needs."
+        )
+    else:
+        if truncation is None:
+            truncation = scale_quantile(bounds, tail, plan.z_scale, rng)
+        if need_target:
+            target = scale_quantile(np.abs(y), tail, plan.z_scale, rng)
+        if warm:
+            w0[intercept_index] = noisy_median(y, target, plan.z_scale, rng)
+    # Algorithm 4: rows above the truncation level become the zero function;
+    # a zero norm makes every solver step skip the row (no copy of X)
+    keep = bounds <= truncation
+    norms_t = np.where(keep, row_norms, 0.0)
+    clip_range = None
+    if clip is None:
+        if is_lipschitz:
+            clip_range = (math.log2(truncation) - SEARCH_OCTAVES, math.log2(truncation))
+        else:
+            clip_range = clip_search_range(loss, truncation, target)
+    res = clipped_dp_gd(
+        X,
+        y,
+        loss,
+        plan.gd,
+        rng,
+        step_size=step_size,
+        clip=clip,
+        clip_range=clip_range,
+        clip_cap=truncation if is_lipschitz else math.inf,
+        w0=w0,
+        radius=radius,
+        row_norms=norms_t,
+    )
+    res.extra["truncation"] = float(truncation)
+    return res

@@ -1,0 +1,380 @@
+"""Heavy-tailed GLM solvers: coupled-run sensitivity, plans vs execution, building blocks."""
+
+import math
+
+import numpy as np
+import pytest
+
+from skdp.losses import HuberLoss, LogisticLoss, SquaredLoss
+from skdp.privacy import (
+    ComposedDpEvent,
+    ParallelDpEvent,
+    certify_epsilon,
+    gdp_mu,
+    gdp_mu_of,
+)
+from skdp.solvers import heavy_tailed_bounds as bounds
+from skdp.solvers import heavy_tailed_common as common
+from skdp.solvers import heavy_tailed_gd as gd
+from skdp.solvers import heavy_tailed_known_lipschitz as kl
+from skdp.solvers import heavy_tailed_onepass as onepass
+from skdp.solvers.heavy_tailed_kernels import clipped_gradient_sum, onepass_phase
+from skdp.solvers.heavy_tailed_localized import (
+    aggregate,
+    localized_chunks,
+    localized_dp_sgd,
+    make_localized_plan,
+)
+
+LOSSES = [SquaredLoss(), HuberLoss(0.5), LogisticLoss()]
+
+
+def _heavy_data(rng, n, d, loss):
+    X = rng.standard_t(2.5, size=(n, d))
+    X[0] *= 1e4  # a row far beyond any smoothness guard
+    if isinstance(loss, LogisticLoss):
+        y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    else:
+        y = X @ rng.normal(size=d) + rng.standard_t(2.1, size=n) * 10
+    return X, y
+
+
+def _replace(X, y, i, rng, loss, scale=50.0):
+    X2, y2 = X.copy(), y.copy()
+    X2[i] = rng.standard_t(2.5, size=X.shape[1]) * scale
+    y2[i] = -1.0 if isinstance(loss, LogisticLoss) else -y[i] * scale
+    return X2, y2
+
+
+# -- Algorithm 8: phase averages of neighbours differ by at most 2 eta_i C_i --
+@pytest.mark.parametrize("loss", LOSSES, ids=lambda l: type(l).__name__)
+def test_onepass_coupled_phase_averages(loss):
+    rng = np.random.default_rng(0)
+    n, d = 600, 4
+    X, y = _heavy_data(rng, n, d, loss)
+    plan = onepass.make_onepass_plan(np.inf, n, d, n_scales=0, adaptive_clip=False)
+    order = rng.permutation(n)
+    sizes = plan.sizes
+    starts = np.cumsum((0,) + sizes[:-1])
+    worst = 0.0
+    for trial in range(20):
+        phase = trial % 3
+        pos = starts[phase] + rng.integers(sizes[phase])
+        X2, y2 = _replace(X, y, order[pos], rng, loss)
+        kwargs = dict(step_size=0.3, clip=0.7, order=order, return_phase_averages=True)
+        r1, avg1 = onepass.onepass_clipped_dp_sgd(
+            X, y, loss, plan, np.random.default_rng(1), **kwargs
+        )
+        r2, avg2 = onepass.onepass_clipped_dp_sgd(
+            X2, y2, loss, plan, np.random.default_rng(1), **kwargs
+        )
+        for i in range(phase):  # phases before the change are identical
+            np.testing.assert_array_equal(avg1[i], avg2[i])
+        bound = 2 * r1.step_sizes[phase] * r1.clip_levels[phase]
+        gap = np.linalg.norm(avg1[phase] - avg2[phase])
+        assert gap <= bound * (1 + 1e-9)
+        worst = max(worst, gap / bound)
+    assert worst > 0.05  # the check is not vacuous
+
+
+def _phase(X, y, eta, C, row_cap):
+    m, d = X.shape
+    norms = np.linalg.norm(X, axis=1)
+    zero = np.zeros(d)
+    return onepass_phase(
+        X, y, np.arange(m), 0, m, zero, eta, C, row_cap, norms, 0, 0.0, zero, np.inf, 0
+    )
+
+
+def test_onepass_coupled_bound_is_attained():
+    # the changed record comes first and the others barely move the iterate:
+    # the gap of the averages is then close to 2 eta C
+    m, eta, C = 50, 0.1, 1.0
+    X = np.full((m, 3), 1e-3)
+    X[0] = [10.0, 0.0, 0.0]
+    y1, y2 = np.zeros(m), np.zeros(m)
+    y1[0], y2[0] = 1e3, -1e3  # clipped gradients +-C in opposite directions
+    cap = math.sqrt(2.0 / eta)
+    gap = np.linalg.norm(_phase(X, y1, eta, C, cap) - _phase(X, y2, eta, C, cap))
+    assert 0.9 * 2 * eta * C <= gap <= 2 * eta * C
+
+
+def test_onepass_smoothness_guard_is_needed():
+    # Without the guard, a row with eta ||a||**2 = 10 after the changed record
+    # turns a small gap along it into ~2 eta C while keeping the orthogonal
+    # gap: the averages end up ~1.3x further apart than 2 eta C. The guard
+    # (rows scaled to eta ||a||**2 <= 2) restores the bound.
+    m, eta, C, kappa = 50, 0.1, 1.0, 10.0
+    X = np.full((m, 2), 1e-3)
+    X[0] = 4.0 * np.array([1 / kappa, math.sqrt(1 - 1 / kappa**2)])
+    X[1] = [math.sqrt(kappa / eta), 0.0]
+    y1, y2 = np.zeros(m), np.zeros(m)
+    y1[0], y2[0] = 1e3, -1e3
+    bound = 2 * eta * C
+    unguarded = np.linalg.norm(
+        _phase(X, y1, eta, C, np.inf) - _phase(X, y2, eta, C, np.inf)
+    )
+    assert unguarded > 1.2 * bound
+    cap = math.sqrt(2.0 / eta)
+    guarded = np.linalg.norm(_phase(X, y1, eta, C, cap) - _phase(X, y2, eta, C, cap))
+    assert guarded <= bound
+
+
+# -- Algorithm 1 / 4: clipped gradient sums differ by at most 2 C ------------
+@pytest.mark.parametrize("loss", LOSSES, ids=lambda l: type(l).__name__)
+def test_clipped_gradient_sum_sensitivity(loss):
+    rng = np.random.default_rng(2)
+    n, d, C = 300, 5, 0.8
+    X, y = _heavy_data(rng, n, d, loss)
+    worst = 0.0
+    for _ in range(30):
+        w = rng.normal(size=d) * 3
+        X2, y2 = _replace(X, y, rng.integers(n), rng, loss)
+        s1 = clipped_gradient_sum(X, y, w, 1 / np.linalg.norm(X, axis=1), C, loss)
+        s2 = clipped_gradient_sum(X2, y2, w, 1 / np.linalg.norm(X2, axis=1), C, loss)
+        gap = np.linalg.norm(s1 - s2)
+        assert gap <= 2 * C * (1 + 1e-9)
+        worst = max(worst, gap / (2 * C))
+    assert worst > 0.5
+
+
+@pytest.mark.parametrize("loss", LOSSES, ids=lambda l: type(l).__name__)
+def test_known_lipschitz_truncation_makes_survivors_lipschitz(loss):
+    # Algorithm 4 with a finite radius: every surviving row's gradient norm
+    # on the domain is at most the truncation level, and the clipped sums of
+    # neighbours (after truncation) differ by at most 2 C.
+    rng = np.random.default_rng(3)
+    n, d, R, C = 400, 4, 2.0, 20.0
+    X, y = _heavy_data(rng, n, d, loss)
+    norms = np.linalg.norm(X, axis=1)
+    bounds = common.row_lipschitz_bounds(loss, norms, y, R)
+    keep = bounds <= C
+    assert 0 < keep.sum() < n
+    for _ in range(20):
+        w = rng.normal(size=d)
+        w *= R * rng.random() / np.linalg.norm(w)
+        grads = np.abs(loss.derivative(X @ w, y)) * norms
+        assert np.all(grads[keep] <= C * (1 + 1e-9))
+        X2, y2 = _replace(X, y, rng.integers(n), rng, loss)
+        n2 = np.linalg.norm(X2, axis=1)
+        keep2 = common.row_lipschitz_bounds(loss, n2, y2, R) <= C
+        s1 = clipped_gradient_sum(X, y, w, np.where(keep, 1 / norms, 0.0), C, loss)
+        s2 = clipped_gradient_sum(X2, y2, w, np.where(keep2, 1 / n2, 0.0), C, loss)
+        assert np.linalg.norm(s1 - s2) <= 2 * C * (1 + 1e-9)
+
+
+def test_clipped_gradient_sum_numpy_fallback_matches_numba():
+    rng = np.random.default_rng(4)
+    X = rng.standard_t(3, size=(200, 4))
+    y = rng.normal(size=200)
+    w = rng.normal(size=4)
+    inv = 1 / np.linalg.norm(X, axis=1)
+    inv[:10] = 0.0
+    fast = clipped_gradient_sum(X, y, w, inv, 0.5, HuberLoss(0.3))
+    slow = clipped_gradient_sum(np.asfortranarray(X), y, w, inv, 0.5, HuberLoss(0.3))
+    np.testing.assert_allclose(fast, slow, rtol=1e-10)
+
+
+# -- plans match what the solvers draw ----------------------------------------
+class _NoiseRecorder:
+    def __init__(self, monkeypatch, modules):
+        self.calls = []
+        real = bounds.gaussian_noise
+        for mod in modules:
+            monkeypatch.setattr(mod, "gaussian_noise", self._wrap(real))
+
+    def _wrap(self, real):
+        def noise(rng, std, size=None):
+            self.calls.append((float(std), size))
+            return real(rng, std, size)
+
+        return noise
+
+
+def test_known_lipschitz_draws_exactly_its_plan(monkeypatch):
+    rec = _NoiseRecorder(monkeypatch, [bounds, gd])
+    rng = np.random.default_rng(5)
+    n, d = 3000, 4
+    X = rng.standard_t(3, size=(n, d))
+    y = X @ np.ones(d) + rng.standard_t(3, size=n)
+    plan = kl.make_known_lipschitz_plan(gdp_mu(1.0, 1e-5), n, d, 20, n_scales=2)
+    res = kl.known_lipschitz(X, y, SquaredLoss(), plan, rng, step_size=0.5)
+    counts = [c for c in rec.calls if c[1] is None]
+    grads = [c for c in rec.calls if c[1] == d]
+    assert len(counts) == plan.n_scales * bounds.RANGE_STEPS + plan.gd.n_counts
+    assert (
+        sum(std == plan.z_scale for std, _ in counts)
+        == plan.n_scales * bounds.RANGE_STEPS
+    )
+    assert sum(std == plan.gd.z_count for std, _ in counts) == plan.gd.n_counts
+    assert len(grads) == plan.gd.n_steps
+    np.testing.assert_allclose(
+        [s for s, _ in grads], 2 * res.clip_levels * plan.gd.z_grad
+    )
+    assert certify_epsilon(plan.event, 1e-5) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_onepass_draws_exactly_its_plan(monkeypatch):
+    rec = _NoiseRecorder(monkeypatch, [bounds, onepass])
+    rng = np.random.default_rng(6)
+    n, d = 20_000, 20
+    X = rng.standard_t(3, size=(n, d))
+    y = np.where(X[:, 0] + rng.logistic(size=n) > 0, 1.0, -1.0)
+    plan = onepass.make_onepass_plan(gdp_mu(1.0, 1e-5), n, d, n_scales=1)
+    assert isinstance(plan.event, ComposedDpEvent)
+    assert isinstance(plan.event.events[1], ParallelDpEvent)
+    res = onepass.onepass_clipped_dp_sgd(
+        X, y, LogisticLoss(), plan, rng, step_size=0.01
+    )
+    outs = [s for s, size in rec.calls if size == d]
+    counts = [s for s, size in rec.calls if size is None]
+    assert len(outs) == len(plan.sizes)
+    expected = 2 * res.step_sizes * res.clip_levels * np.array(plan.z_out)
+    np.testing.assert_allclose(outs, expected)
+    n_search = sum(plan.searches)
+    assert 0 < n_search < len(plan.sizes)  # small phases skip their search
+    assert len(counts) == bounds.RANGE_STEPS + n_search * plan.bisection_steps
+    assert certify_epsilon(plan.event, 1e-5) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_localized_plan_is_parallel_over_disjoint_chunks():
+    chunks = localized_chunks(1000, 3)
+    flat = [c for phase in chunks for c in phase]
+    assert flat[0][0] == 0 and flat[-1][1] == 1000
+    assert all(a[1] == b[0] for a, b in zip(flat[:-1], flat[1:]))  # disjoint, all used
+    mu = gdp_mu(1.0, 1e-5)
+    plan = make_localized_plan(mu, 1000, 4, 10, n_scales=2)
+    assert gdp_mu_of(plan.event) == pytest.approx(mu)
+    assert certify_epsilon(plan.event, 1e-5) <= 1.0
+    # tiny inputs still give valid, non-empty chunks
+    assert all(b > a for phase in localized_chunks(2, 3) for a, b in phase)
+
+
+def test_full_batch_plan_skips_unreliable_searches():
+    mu = gdp_mu(1.0, 1e-5)
+    small = gd.make_full_batch_plan(mu, 30, 5, 30)
+    large = gd.make_full_batch_plan(mu, 30_000, 5, 30)
+    assert small.checkpoints == () and large.checkpoints
+    assert gdp_mu_of(small.event) == pytest.approx(mu)
+    assert gdp_mu_of(large.event) == pytest.approx(mu)
+
+
+# -- building blocks ------------------------------------------------------------
+def test_noisy_log_quantile_exact_and_in_range():
+    rng = np.random.default_rng(7)
+    v = rng.lognormal(size=20_000)
+    for q in (0.1, 0.5, 0.9, 0.99):
+        est = bounds.noisy_log_quantile(v, q, 0.0, rng)
+        assert np.mean(v <= est) == pytest.approx(q, abs=0.01)
+    est = bounds.noisy_log_quantile(v, 0.9, 20.0, rng)
+    assert np.mean(v <= est) == pytest.approx(0.9, abs=0.02)
+    assert bounds.noisy_log_quantile(v, 1.0, 0.0, rng) >= v.max()
+    for _ in range(20):  # hopeless noise still returns a value in the range
+        est = bounds.noisy_log_quantile(v[:5], 0.5, 1e3, rng, log2_range=(-3, 4))
+        assert 2**-3 <= est <= 2**4
+
+
+def test_split_gdp_is_exact():
+    mu = 0.7
+    z = common.split_gdp(mu, [(3, 0.2), (10, 0.8)])
+    assert 3 / z[0] ** 2 + 10 / z[1] ** 2 == pytest.approx(mu**2)
+    assert common.split_gdp(np.inf, [(3, 0.5)]) == [0.0]
+    with pytest.raises(ValueError):
+        common.split_gdp(1.0, [(1, 0.7), (1, 0.7)])
+
+
+def test_aggregate_fact_2():
+    rng = np.random.default_rng(8)
+    R = 0.5
+    for _ in range(50):
+        k, d = 9, 3
+        z = rng.normal(size=d)
+        good = z + rng.normal(size=(5, d)) * R / 4  # >= 0.51 k within R of z
+        bad = rng.normal(size=(4, d)) * 50
+        pts = np.vstack([good, bad])[rng.permutation(k)]
+        assert np.linalg.norm(aggregate(pts, R) - z) <= 3 * R
+        assert np.linalg.norm(aggregate(pts) - z) <= 3 * R
+
+
+def test_row_lipschitz_bounds():
+    norms, y = np.array([2.0]), np.array([-3.0])
+    assert common.row_lipschitz_bounds(LogisticLoss(), norms, y, 5.0)[0] == 2.0
+    assert common.row_lipschitz_bounds(HuberLoss(0.5), norms, y, 5.0)[0] == 1.0
+    assert common.row_lipschitz_bounds(SquaredLoss(), norms, y, 5.0)[0] == 2 * (10 + 3)
+
+
+def test_paper_constants_match_the_notes_example():
+    # heavy_tails.md section 4.8: n = 2**16, d = 20, rho = 0.5, k = 4
+    eta, C = onepass.paper_onepass_parameters(2**16, 20, 0.5, 4, 4.47, 6.0, 10.0)
+    assert eta == pytest.approx(0.0110, rel=0.01)
+    assert C == pytest.approx(36.0, rel=0.01)
+
+
+def test_localized_solver_runs_every_phase():
+    rng = np.random.default_rng(9)
+    n, d = 4000, 3
+    X = rng.normal(size=(n, d))
+    y = X @ np.array([1.0, 0.0, -1.0]) + 0.1 * rng.normal(size=n)
+    plan = make_localized_plan(np.inf, n, d, 40, n_scales=2)
+    res = localized_dp_sgd(X, y, SquaredLoss(), plan, rng, step_size=0.5)
+    assert res.regs.shape == (len(plan.chunks),)
+    assert np.all(np.diff(res.regs) > 0)
+    np.testing.assert_allclose(res.coef, [1.0, 0.0, -1.0], atol=0.05)
+
+
+def test_tiny_data_uses_public_scales_and_spends_nothing_on_them(monkeypatch):
+    rec = _NoiseRecorder(monkeypatch, [bounds, gd])
+    rng = np.random.default_rng(10)
+    n, d = 40, 3
+    X = rng.normal(size=(n, d))
+    y = X @ np.ones(d) + rng.normal(size=n)
+    plan = kl.make_known_lipschitz_plan(gdp_mu(1.0, 1e-3), n, d, 10, n_scales=3)
+    assert plan.default_scales and plan.n_scales == 0 and plan.gd.checkpoints == ()
+    assert gdp_mu_of(plan.event) == pytest.approx(gdp_mu(1.0, 1e-3))
+    res = kl.known_lipschitz(
+        X, y, SquaredLoss(), plan, rng, step_size=0.5, intercept_index=d - 1
+    )
+    assert all(size == d for _, size in rec.calls)  # only gradient noise
+    assert len(rec.calls) == 10
+    B, _ = bounds.default_scales(d, SquaredLoss())
+    assert res.extra["truncation"] == pytest.approx(B * bounds.UNRELIABLE_SLACK)
+
+
+def test_noisy_median_and_warm_start():
+    rng = np.random.default_rng(11)
+    v = rng.standard_t(2, size=5000) + 30.0
+    assert bounds.noisy_median(v, 100.0, 0.0, rng) == pytest.approx(
+        np.median(v), abs=0.2
+    )
+    assert abs(bounds.noisy_median(v, 100.0, 30.0, rng) - np.median(v)) < 1.0
+    assert -5 <= bounds.noisy_median(v[:3], 5.0, 1e4, rng) <= 5  # always in range
+    # the warm start is one more scale quantile in the plan
+    assert kl.known_lipschitz_scales(HuberLoss(), np.inf, intercept=True) == 3
+    assert kl.known_lipschitz_scales(LogisticLoss(), np.inf, intercept=True) == 1
+
+
+def test_onepass_kernel_python_fallback_is_identical():
+    # without numba the same function runs as plain Python
+    py = getattr(onepass_phase, "py_func", onepass_phase)
+    rng = np.random.default_rng(12)
+    X = rng.standard_t(3, size=(60, 3))
+    y = np.where(rng.random(60) < 0.5, 1.0, -1.0)
+    norms = np.linalg.norm(X, axis=1)
+    args = (
+        X,
+        y,
+        rng.permutation(60),
+        5,
+        55,
+        np.zeros(3),
+        0.05,
+        0.7,
+        3.0,
+        norms,
+        2,
+        0.0,
+        np.zeros(3),
+        2.0,
+        20,
+    )
+    np.testing.assert_allclose(onepass_phase(*args), py(*args), rtol=1e-12)
