@@ -315,7 +315,9 @@ def audit_estimator(
     )
 
 
-def label_flip_canary(X, y, *, classifier, index=0, magnitude=1e6, classes=(0, 1)):
+def label_flip_canary(
+    X, y, *, classifier, index=0, magnitude=1e6, target=None, classes=(0, 1)
+):
     """Neighbouring datasets that differ in the label of one extreme record.
 
     Record ``index`` is moved far along a new direction (the first feature,
@@ -336,7 +338,12 @@ def label_flip_canary(X, y, *, classifier, index=0, magnitude=1e6, classes=(0, 1
     index : int, default=0
         Position of the canary.
     magnitude : float, default=1e6
-        Size of the canary's feature (and regression target).
+        Size of the canary's feature.
+    target : float, optional
+        Size of the canary's regression target (default ``magnitude``). Use a
+        moderate value for estimators that drop records with huge targets
+        (the heavy-tailed truncation), where a huge canary would be dropped
+        from both datasets.
     classes : tuple, default=(0, 1)
         Labels for ``D`` and ``D'`` when ``classifier`` is true.
 
@@ -372,5 +379,6 @@ def label_flip_canary(X, y, *, classifier, index=0, magnitude=1e6, classes=(0, 1
             y_in.astype(np.asarray(classes).dtype),
         )
     else:
-        y_out[index], y_in[index] = -magnitude, magnitude
+        t = magnitude if target is None else target
+        y_out[index], y_in[index] = -t, t
     return X, y_out, y_in
