@@ -28,7 +28,7 @@ class PrivateEstimatorMixin:
     """
 
     _privacy_parameter_constraints = {
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "epsilon": [Interval(Real, 0, None, closed="right")],  # np.inf allowed
         "delta": [Interval(Real, 0, 1, closed="left"), None],
         "accountant": [PrivacyAccountant, None],
         "random_state": ["random_state"],
