@@ -1,10 +1,12 @@
 """skdp: scikit-learn compatible estimators with differential privacy."""
 
+from .linear_model import BilevelRidge
 from .privacy import BudgetExceededError, PrivacyAccountant
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "BilevelRidge",
     "BudgetExceededError",
     "PrivacyAccountant",
 ]

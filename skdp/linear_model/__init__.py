@@ -1,3 +1,5 @@
 """Private linear models."""
 
-__all__ = []
+from ._bilevel_ridge import BilevelRidge
+
+__all__ = ["BilevelRidge"]
