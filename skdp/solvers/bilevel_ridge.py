@@ -129,7 +129,7 @@ class BilevelRidgeSettings:
     outer_noise: bool = False
     outer_clip: float = 1.0
     refit_share: float = 0.0
-    correlation: float = 0.0
+    correlation: float = -0.5
     intercept_scaling: float = 1.0
     inner_steps: int = 100
     inner_rounds: int = 2
