@@ -205,8 +205,8 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     >>> y = X @ np.ones(5) + 2.0 + rng.normal(size=20000)
     >>> model = BilevelRidge(epsilon=1.0, feature_norm=5.0, target_bound=10.0,
     ...                      random_state=0).fit(X, y)
-    >>> round(model.score(X, y), 2)
-    0.83
+    >>> bool(model.score(X, y) > 0.8)  # non-private Ridge: 0.83
+    True
     >>> bool(model.privacy_spent_[0] <= 1.0)
     True
     """
