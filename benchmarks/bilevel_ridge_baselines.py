@@ -83,10 +83,7 @@ def _select(models, X_val, y_val, epsilon, rng, target_bound):
     b = target_bound
     y_c = np.clip(y_val, -b, b)
     losses = np.array(
-        [
-            0.5 * np.mean((np.clip(X_val @ c + i, -b, b) - y_c) ** 2)
-            for c, i in models
-        ]
+        [0.5 * np.mean((np.clip(X_val @ c + i, -b, b) - y_c) ** 2) for c, i in models]
     )
     if math.isinf(epsilon):
         return int(np.argmin(losses))
@@ -98,9 +95,7 @@ def grid_search_split(X_tr, y_tr, X_val, y_val, alphas, epsilon, delta, rng, bou
     """Budget split over K fits on the training part; private selection on val."""
     mu = gdp_mu(epsilon, delta) if not math.isinf(epsilon) else math.inf
     mu_each = mu / math.sqrt(len(alphas))
-    models = [
-        ssp_ridge(X_tr, y_tr, [a], mu_each, rng, *bounds)[0] for a in alphas
-    ]
+    models = [ssp_ridge(X_tr, y_tr, [a], mu_each, rng, *bounds)[0] for a in alphas]
     k = _select(models, X_val, y_val, epsilon, rng, bounds[1])
     return models[k], alphas[k]
 
@@ -135,10 +130,14 @@ def adassp(X, y, epsilon, delta, rng, feature_norm, target_bound, rho=0.05):
         sg = gram_sensitivity(1.0, 1.0) / third
         sm = moment_sensitivity(1.0, 1.0, 1.0) / third
     lam_min = float(np.linalg.eigvalsh(Xn.T @ Xn)[0])
-    lam_min = max(0.0, lam_min + sl * rng.normal() - sl * math.sqrt(math.log(6 / delta)))
+    lam_min = max(
+        0.0, lam_min + sl * rng.normal() - sl * math.sqrt(math.log(6 / delta))
+    )
     lam = max(0.0, sg * math.sqrt(d * math.log(2 * d * d / rho)) - lam_min)
     (raw,) = release_statistics(
         [exact_statistics(Xn, yn, 1.0)], gram_std=sg, moment_std=sm, rng=rng
     )
     coef, intercept = raw.centered().solve(max(lam, 1e-12))
-    return _to_original(coef, intercept, feature_norm, target_bound), lam * feature_norm**2
+    return _to_original(
+        coef, intercept, feature_norm, target_bound
+    ), lam * feature_norm**2

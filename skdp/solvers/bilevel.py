@@ -42,6 +42,10 @@ __all__ = [
     "bilevel_outer_loop",
     "dp_bilevel",
     "clip_per_record",
+    "lower_statistic",
+    "penalized_statistic",
+    "outer_statistic",
+    "FULL_BATCH",
 ]
 
 
@@ -234,6 +238,97 @@ def _sum_clipped(oracle, x, y, idx, clip_norm, dim):
     return clip_per_record(oracle(x, y, idx), clip_norm).sum(axis=0)
 
 
+FULL_BATCH = (slice(None), None)
+
+
+def _batch(batch, n):
+    idx, normalizer = batch
+    return idx, float(n) if normalizer is None else normalizer
+
+
+def lower_statistic(oracles, x, y, batch, clip_lower):
+    """Data part of ``grad_y g``: clipped batch sum over the normalizer.
+
+    Replace-one sensitivity ``2 clip_lower / normalizer`` (the noised release
+    of the lower inner problem, before its data-independent regularizer).
+
+    Parameters
+    ----------
+    oracles : BilevelOracles
+    x, y : ndarray
+    batch : tuple (idx, normalizer)
+        Indices into ``g``'s records and the public normalizer (``None``: the
+        part size). :data:`FULL_BATCH` is the full batch.
+    clip_lower : float
+
+    Returns
+    -------
+    ndarray of shape (d_y,)
+    """
+    o = oracles
+    idx, norm = _batch(batch, o.n_lower)
+    return _sum_clipped(o.lower_grad_y, x, y, idx, clip_lower, np.size(y)) / norm
+
+
+def penalized_statistic(
+    oracles, x, y, batch_lower, batch_upper, penalty, clip_upper, clip_lower
+):
+    """Data part of ``grad_y (f / lambda + g)`` (clipped, per part).
+
+    Replace-one sensitivity: ``2 clip_lower / n_lower`` for a record of
+    ``g`` and ``2 clip_upper / (lambda n_upper)`` for a record of ``f``
+    (their sum when records are shared), with batch normalizers in place of
+    the sizes.
+    """
+    o = oracles
+    idx_l, norm_l = _batch(batch_lower, o.n_lower)
+    g = _sum_clipped(o.lower_grad_y, x, y, idx_l, clip_lower, np.size(y)) / norm_l
+    if o.upper_grad_y is not None:
+        idx_u, norm_u = _batch(batch_lower if o.shared else batch_upper, o.n_upper)
+        g = g + _sum_clipped(o.upper_grad_y, x, y, idx_u, clip_upper, np.size(y)) / (
+            penalty * norm_u
+        )
+    return g
+
+
+def outer_statistic(
+    oracles, x, y_low, y_pen, batch_lower, batch_upper, penalty, clip_outer
+):
+    """Data part of the hypergradient, each record's difference vector clipped.
+
+    Per record ``u_i = grad_x f_i(x, y_pen) + lambda (grad_x g_i(x, y_pen) -
+    grad_x g_i(x, y_low))`` is clipped *as a whole* to ``clip_outer`` (with
+    disjoint parts, each part's own term is clipped), so the sensitivity is
+    ``2 clip_outer / normalizer`` whatever ``lambda`` is (notes §7.3).
+    """
+    o = oracles
+    d_x = np.atleast_1d(np.asarray(x)).size
+    lam = float(penalty)
+    idx_l, norm_l = _batch(batch_lower, o.n_lower)
+    if o.shared:
+        rows = 0.0
+        if o.upper_grad_x is not None:
+            rows = rows + o.upper_grad_x(x, y_pen, idx_l)
+        if o.lower_grad_x is not None:
+            rows = rows + lam * (
+                o.lower_grad_x(x, y_pen, idx_l) - o.lower_grad_x(x, y_low, idx_l)
+            )
+        rows = np.reshape(rows, (-1, d_x))
+        return clip_per_record(rows, clip_outer).sum(axis=0) / norm_l
+    g = np.zeros(d_x)
+    if o.upper_grad_x is not None:
+        idx_u, norm_u = _batch(batch_upper, o.n_upper)
+        g = g + _sum_clipped(o.upper_grad_x, x, y_pen, idx_u, clip_outer, d_x) / norm_u
+    if o.lower_grad_x is not None:
+        diff = lam * (o.lower_grad_x(x, y_pen, idx_l) - o.lower_grad_x(x, y_low, idx_l))
+        g = (
+            g
+            + clip_per_record(np.reshape(diff, (-1, d_x)), clip_outer).sum(axis=0)
+            / norm_l
+        )
+    return g
+
+
 def dp_bilevel(
     oracles,
     x0,
@@ -308,39 +403,30 @@ def dp_bilevel(
         )
     }
 
-    def upper_sampler(kind):
-        return samplers[("lower" if o.shared else "upper", kind)]
-
     def reg(fn, x, y):
         if fn is None:
             return np.zeros(d_x), np.zeros(d_y)
         gx, gy = fn(x, y)
         return np.atleast_1d(gx), np.asarray(gy, dtype=float)
 
-    def lower_gradient(x):
-        s = samplers[("lower", "inner")]
+    def draw(part, kind):
+        sampler = samplers[("lower" if o.shared else part, kind)]
+        return sampler.draw(), sampler.normalizer
 
+    def lower_gradient(x):
         def grad(y):
-            idx = s.draw()
-            g = _sum_clipped(o.lower_grad_y, x, y, idx, clip_lower, d_y) / s.normalizer
+            g = lower_statistic(o, x, y, draw("lower", "inner"), clip_lower)
             return g + reg(o.lower_regularizer, x, y)[1]
 
         return grad
 
     def penalized_gradient(x):
-        sl, su = samplers[("lower", "inner")], upper_sampler("inner")
-
         def grad(y):
-            idx_l = sl.draw()
-            idx_u = idx_l if o.shared else su.draw()
-            g = (
-                _sum_clipped(o.lower_grad_y, x, y, idx_l, clip_lower, d_y)
-                / sl.normalizer
+            batch_l = draw("lower", "inner")
+            batch_u = batch_l if o.shared else draw("upper", "inner")
+            g = penalized_statistic(
+                o, x, y, batch_l, batch_u, lam, clip_upper, clip_lower
             )
-            if o.upper_grad_y is not None:
-                g = g + _sum_clipped(o.upper_grad_y, x, y, idx_u, clip_upper, d_y) / (
-                    lam * su.normalizer
-                )
             g = g + reg(o.lower_regularizer, x, y)[1]
             return g + reg(o.upper_regularizer, x, y)[1] / lam
 
@@ -374,31 +460,9 @@ def dp_bilevel(
         )
         if o.upper_grad_x is None and o.lower_grad_x is None:
             return g  # post-processing of the private inner solutions
-        sl, su = samplers[("lower", "outer")], upper_sampler("outer")
-        idx_l = sl.draw()
-        if o.shared:
-            rows = 0.0
-            if o.upper_grad_x is not None:
-                rows = rows + o.upper_grad_x(x, y_pen, idx_l)
-            if o.lower_grad_x is not None:
-                rows = rows + lam * (
-                    o.lower_grad_x(x, y_pen, idx_l) - o.lower_grad_x(x, y_low, idx_l)
-                )
-            rows = np.reshape(rows, (-1, d_x))
-            g = g + clip_per_record(rows, clip_outer).sum(axis=0) / sl.normalizer
-        else:
-            if o.upper_grad_x is not None:
-                idx_u = su.draw()
-                g = (
-                    g
-                    + _sum_clipped(o.upper_grad_x, x, y_pen, idx_u, clip_outer, d_x)
-                    / su.normalizer
-                )
-            if o.lower_grad_x is not None:
-                diff = lam * (
-                    o.lower_grad_x(x, y_pen, idx_l) - o.lower_grad_x(x, y_low, idx_l)
-                )
-                g = g + clip_per_record(diff, clip_outer).sum(axis=0) / sl.normalizer
+        batch_l = draw("lower", "outer")
+        batch_u = batch_l if o.shared else draw("upper", "outer")
+        g = g + outer_statistic(o, x, y_low, y_pen, batch_l, batch_u, lam, clip_outer)
         return g + gaussian_noise(rng, noise.outer_std, d_x)
 
     return bilevel_outer_loop(
