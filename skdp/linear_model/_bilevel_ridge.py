@@ -25,9 +25,24 @@ from ..utils import clip_rows, clip_targets, safe_row_norms
 
 __all__ = ["BilevelRidge"]
 
-# Private bound estimation: quantile levels and the public search range.
+# Private bound estimation: the public search range and the target quantile.
 _BOUND_QUANTILE = 0.95
 _BOUND_RANGE = (1e-6, 1e6)
+
+
+def _bound_quantile(n, epsilon):
+    """Quantile level of a private bound: 0.95, lowered (to 0.5 at least) when
+    ``n epsilon`` is small.
+
+    The exponential mechanism puts weight ``exp(-epsilon |rank - q n| / 2)``
+    on the wide empty interval above the largest value; with ``(1 - q) n
+    epsilon / 2 >= 10`` that weight is negligible, otherwise the estimate
+    would often land far above the data. A public function of ``n`` and
+    ``epsilon``.
+    """
+    if math.isinf(epsilon):
+        return _BOUND_QUANTILE
+    return float(np.clip(1.0 - 20.0 / (n * epsilon), 0.5, _BOUND_QUANTILE))
 
 
 class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
@@ -54,13 +69,16 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         ``None`` uses ``n ** -1.1`` (stored in ``delta_``).
     feature_norm : float, default=None
         Public bound on the Euclidean norm of a row of ``X``; larger rows are
-        scaled down to it. ``None`` estimates the 95% quantile of the row
-        norms privately (exponential mechanism, pure DP) from
-        ``bounds_epsilon_share`` of ``epsilon``, searched in ``[1e-6, 1e6]``.
-        Passing a public bound is better, above all for small ``n``.
+        scaled down to it. ``None`` estimates a quantile of the row norms
+        privately (exponential mechanism, pure DP) from
+        ``bounds_epsilon_share`` of ``epsilon``, searched in ``[1e-6, 1e6]``:
+        the 95% quantile, or a lower one (down to the median) when
+        ``n * epsilon`` is too small for the 95% quantile to be estimated
+        reliably. Passing a public bound is better, above all for small
+        ``n``: with few rows the private estimate is poor.
     target_bound : float, default=None
         Public bound on ``|y|``; targets are clipped to ``[-B, B]``. ``None``
-        estimates the 95% quantile of ``|y|`` privately, as above.
+        estimates a quantile of ``|y|`` privately, as above.
     bounds_epsilon_share : float, default=0.1
         Fraction of ``epsilon`` spent on each bound estimated privately
         (half of it each when both are). Ignored when both bounds are given.
@@ -406,12 +424,12 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         return self
 
     def _bounds(self, X, y, eps_a, eps_b, rng):
-        """Public bounds, or private 95% quantiles from their budget shares."""
+        """Public bounds, or private quantiles from their budget shares."""
         feature_norm = self.feature_norm
         if feature_norm is None:
             feature_norm = private_quantile(
                 safe_row_norms(X),
-                _BOUND_QUANTILE,
+                _bound_quantile(X.shape[0], eps_a),
                 eps_a if not math.isinf(self.epsilon) else math.inf,
                 bounds=_BOUND_RANGE,
                 rng=rng,
@@ -421,7 +439,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         if target_bound is None:
             target_bound = private_quantile(
                 np.abs(y),
-                _BOUND_QUANTILE,
+                _bound_quantile(X.shape[0], eps_b),
                 eps_b if not math.isinf(self.epsilon) else math.inf,
                 bounds=_BOUND_RANGE,
                 rng=rng,
