@@ -152,7 +152,7 @@ def synthetic_study(ns, reps):
                 for eps in EPSILONS:
                     rng = np.random.default_rng(10**6 + rep)
                     res = run_methods(
-                        X, y, eps, rng, rep, bounds, lambda m: excess(m, theta)
+                        X, y, eps, rng, rep, bounds, lambda m, t=theta: excess(m, t)
                     )
                     for k, v in res.items():
                         scores.setdefault((eps, k), []).append(v)
@@ -326,7 +326,7 @@ def write_report(args, syn, alpha_checks, solvers, diab, timing, elapsed):
     )
     lines += [
         "",
-        "Low SNR, n = %.0e, epsilon = 1: `alpha_` against the non-private" % max(ns),
+        f"Low SNR, n = {max(ns):.0e}, epsilon = 1: `alpha_` against the non-private",
         "validation-optimal alpha on BilevelRidge's own split (target: within 3x).",
         "",
     ]
