@@ -404,3 +404,30 @@ def test_friendly_inputs_work():
     model.fit(X.tolist(), y.tolist())
     model.fit(X[:2], y[:2])  # two rows: one training, one validation row
     assert np.all(np.isfinite(model.coef_))
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_plan_does_not_depend_on_the_penalty_range(solver):
+    """The plan is charged before the (possibly private) feature norm that
+    rescales the penalty range is known."""
+    events = {
+        plan_bilevel_ridge(
+            BilevelRidgeSettings(
+                inner_solver=solver, alpha_min=lo, alpha_max=hi, outer_noise=True
+            ),
+            300,
+            200,
+            4,
+            0.5,
+        ).event
+        for lo, hi in ((1e-3, 1e3), (1.0, 1e6), (5.0, 5.0))
+    }
+    assert len(events) == 1
+
+
+def test_one_given_end_of_the_range_with_private_bounds():
+    X, y, _ = linear_data(500, 3)
+    model = BilevelRidge(alpha_min=1e9, random_state=0).fit(X, y)
+    assert model.alpha_ == pytest.approx(1e9)
+    model = BilevelRidge(alpha_max=1e-9, random_state=0).fit(X, y)
+    assert model.alpha_ == pytest.approx(1e-9)

@@ -1,6 +1,7 @@
 """BilevelRidge: private ridge regression with a privately tuned penalty."""
 
 import math
+from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -94,7 +95,8 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         ``Ridge(alpha)``, the penalty on the *sum* of squared errors over the
         rows it is fitted on. The paper's weight on the mean training loss is
         ``omega = alpha / n_train``. Defaults: ``1e-3 * feature_norm**2`` and
-        ``10 * n_train * feature_norm**2`` (beyond which the model is ~0).
+        ``10 * n_train * feature_norm**2`` (beyond which the model is ~0),
+        widened if needed to contain a given other end.
     alpha_init : float, default=None
         Start of the outer loop; default the geometric middle of the range.
     validation_fraction : float, default=0.4
@@ -321,16 +323,19 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         return tuple(each if m else 0.0 for m in missing)
 
     def _settings(self, n_train, feature_norm):
-        """Public solver settings in normalized units (features / feature_norm)."""
+        """Public solver settings in normalized units (features / feature_norm).
+
+        A default end of the penalty range never crosses a given one, so only
+        an inconsistent pair given by the user is an error (raised before
+        any data is used).
+        """
         a2 = feature_norm**2
-        alpha_min = 1e-3 if self.alpha_min is None else self.alpha_min / a2
-        alpha_max = 10.0 * n_train if self.alpha_max is None else self.alpha_max / a2
-        if alpha_min > alpha_max:
-            raise ValueError(
-                f"alpha_min must not exceed alpha_max; got alpha_min="
-                f"{alpha_min * a2:g} and alpha_max={alpha_max * a2:g} "
-                "(scikit-learn units)."
-            )
+        alpha_min = None if self.alpha_min is None else self.alpha_min / a2
+        alpha_max = None if self.alpha_max is None else self.alpha_max / a2
+        if alpha_max is None:
+            alpha_max = max(10.0 * n_train, alpha_min or 0.0)
+        if alpha_min is None:
+            alpha_min = min(1e-3, alpha_max)
         alpha_init = None if self.alpha_init is None else self.alpha_init / a2
         return BilevelRidgeSettings(
             inner_solver=self.inner_solver,
@@ -384,10 +389,10 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         bound_events = [private_quantile_event(e) for e in (eps_a, eps_b) if e > 0]
         bounds_event = ComposedDpEvent(bound_events) if bound_events else None
         mu = gdp_budget(self.epsilon, delta, bounds_event)
-        # Everything above and the settings below depend on public inputs
-        # only, so the whole plan is charged before any data is read. When the
-        # feature norm is estimated, the penalty range is re-expressed with it
-        # afterwards; the noise scales (hence the event) do not depend on it.
+        # Everything above and the plan below depend on public inputs only, so
+        # the whole plan is charged before any data is read. The penalty range
+        # does not enter the plan; when the feature norm is estimated, the
+        # range is re-expressed with it afterwards.
         settings = self._settings(n_train, self.feature_norm or 1.0)
         ridge_plan = plan_bilevel_ridge(settings, n_train, n_val, d, mu)
         plan = (
@@ -399,12 +404,9 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
 
         feature_norm, target_bound = self._bounds(X, y, eps_a, eps_b, rng)
         if self.feature_norm is None:
-            # User ranges are in original units: express them with the bound
-            # just estimated (public now); the noise scales do not depend on it.
-            settings = self._settings(n_train, feature_norm)
-            rescaled = plan_bilevel_ridge(settings, n_train, n_val, d, mu)
-            assert rescaled.event == ridge_plan.event
-            ridge_plan = rescaled
+            ridge_plan = replace(
+                ridge_plan, settings=self._settings(n_train, feature_norm)
+            )
         perm = rng.permutation(n)
         val_idx, train_idx = perm[:n_val], perm[n_val:]
         Xn = clip_rows(X, feature_norm) / feature_norm

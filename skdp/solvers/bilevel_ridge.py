@@ -81,7 +81,7 @@ __all__ = [
 INNER_SOLVERS = ("sufficient_statistics", "output_perturbation", "loc_gd")
 OUTER_SHARE = 1.0 / 3.0  # the paper's split when the outer step is noised
 CENTERING_SHARE = 0.05
-REFIT_MEAN_SHARE = 0.0  # the refit reuses the released training means
+NOISY_PENALTY = 100.0  # lambda of the noisy inner solvers
 
 
 @dataclass(frozen=True)
@@ -217,7 +217,7 @@ def _data_bounds(settings):
     return (2.0, 2.0) if centred else (1.0, 1.0)
 
 
-def default_penalty(settings, omega, n_val):
+def default_penalty(settings, omega):
     """``lambda`` of the penalized inner problem ``f / lambda + g``.
 
     Exact inner solves (sufficient statistics) use a large ``lambda`` so the
@@ -230,14 +230,18 @@ def default_penalty(settings, omega, n_val):
     if settings.inner_solver == "sufficient_statistics":
         h = 1.0 + settings.intercept_scaling**2  # bound on ||Z^T Z|| / n
         return 1e4 * (1.0 + h / omega)
-    return 100.0
+    return NOISY_PENALTY
 
 
 def plan_bilevel_ridge(settings, n_train, n_val, n_features, mu):
     """Noise scales and privacy event of a bilevel ridge fit.
 
-    The GDP budget ``mu`` (see :func:`~skdp.solvers.bilevel_plan.gdp_budget`)
-    is split by shares of ``mu**2``: ``refit_share`` for the final model,
+    The plan does not depend on the penalty range (``alpha_min``,
+    ``alpha_max``, ``alpha_init``): noise scales are fixed multiples of
+    sensitivities that are either range-free or evaluated at the (public)
+    current penalty. The GDP budget ``mu`` (see
+    :func:`~skdp.solvers.bilevel_plan.gdp_budget`) is split by shares of
+    ``mu**2``: ``refit_share`` for the final model,
     :data:`OUTER_SHARE` of the rest for the outer noise if any, a small
     :data:`CENTERING_SHARE` for the training means (iterative solvers with an
     intercept), and the rest for the inner solves.
@@ -353,7 +357,7 @@ def loc_gd_design(settings, n_train, n_val):
         n_outer=s.n_iter,
         inner_rounds=s.inner_rounds,
         inner_steps=s.inner_steps,
-        penalty=default_penalty(s, s.alpha_min / n_train, n_val),
+        penalty=NOISY_PENALTY if s.penalty is None else float(s.penalty),
         clip_upper=clip,
         clip_lower=clip,
         clip_outer=s.outer_clip,
@@ -451,7 +455,7 @@ def _fit_statistics(Xt, yt, Xv, yv, plan, rng):
 
     def solve(u, t):
         omega = math.exp(u[0]) / n_tr
-        lam = default_penalty(s, omega, n_va)
+        lam = default_penalty(s, omega)
         w_low, b_low = train.solve(omega)
         w_pen, b_pen = (train + val.scaled(1.0 / lam)).solve(omega)
         return (w_low, omega, lam), (w_pen, b_pen)
@@ -514,7 +518,7 @@ def _fit_output(Xt, yt, Xv, yv, plan, rng):
 
     def solve(u, t):
         omega = math.exp(u[0]) / n_tr
-        lam = default_penalty(s, omega, n_va)
+        lam = default_penalty(s, omega)
         sens = output_sensitivities({"train": (1.0 / n_tr, n_tr)}, omega, a, b)
         w_low = perturbed_ridge(st / n_tr, ct / n_tr, omega, z * sens["train"], rng)
         sens = output_sensitivities(
