@@ -185,7 +185,10 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     alpha_path_ : ndarray of shape (max_iter + 1,)
         Penalties visited by the outer loop (scikit-learn units).
     n_iter_ : int
-        Index of the returned outer iterate (smallest step).
+        Outer iterations run (``max_iter``; the noise is calibrated to them).
+    output_iteration_ : int
+        Index ``t_out`` of the returned iterate: the one with the smallest
+        step ``|log alpha_{t+1} - log alpha_t|`` (the paper's output rule).
     feature_norm_, target_bound_ : float
         Bounds used (given, or privately estimated).
     noise_level_ : float
@@ -421,7 +424,8 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         self.intercept_ = float(result.intercept * target_bound)
         self.alpha_ = float(result.alpha * a2)
         self.alpha_path_ = result.alpha_path * a2
-        self.n_iter_ = int(result.t_out)
+        self.n_iter_ = int(self.max_iter)
+        self.output_iteration_ = int(result.t_out)
         self.noise_level_ = float(ridge_plan.stds.get("gram", 0.0) * a2)
         return self
 
