@@ -39,7 +39,7 @@ def example1(xi):
     )
 
 
-def run_example1(xi, epsilon, rng, *, sampling=None, fraction=1.0, n_iter=15):
+def run_example1(xi, epsilon, rng, *, sampling=None, fraction=1.0, n_iter=15, steps=60):
     n, d = xi.shape
     clip = 6.0  # ||y - xi|| <= ||y|| + 3 on the inner balls
     design = BilevelDesign(
@@ -48,7 +48,7 @@ def run_example1(xi, epsilon, rng, *, sampling=None, fraction=1.0, n_iter=15):
         True,
         n_iter,
         1,
-        60,
+        steps,
         10.0,
         clip,
         clip,
@@ -63,7 +63,7 @@ def run_example1(xi, epsilon, rng, *, sampling=None, fraction=1.0, n_iter=15):
     radii = localization_radii(
         6.0,
         n_rounds=1,
-        n_steps=60,
+        n_steps=steps,
         noise_std=noise.lower_std,
         gradient_bound=clip,
         strong_convexity=1.0,
@@ -77,7 +77,7 @@ def run_example1(xi, epsilon, rng, *, sampling=None, fraction=1.0, n_iter=15):
         n_iter=n_iter,
         step_size=1.0,
         project=lambda x: x,
-        inner=InnerSettings(tuple(radii), 60, 1.0, 1.0),
+        inner=InnerSettings(tuple(radii), steps, 1.0, 1.0),
         clip_upper=clip,
         clip_lower=clip,
         clip_outer=1.0,
@@ -111,14 +111,52 @@ def test_example1_large_epsilon_close_to_minus_mean(xi):
     assert errors[1] < errors[0]
 
 
-@pytest.mark.parametrize("sampling", ["poisson", "without_replacement"])
-def test_example1_minibatch(xi, sampling):
+def test_example1_poisson_minibatch(xi):
+    """Alg. 3/4 with Poisson sampling, calibrated exactly (PLD)."""
     res, noise = run_example1(
-        xi, 50.0, np.random.default_rng(3), sampling=sampling, fraction=0.2, n_iter=8
+        xi,
+        4.0,
+        np.random.default_rng(3),
+        sampling="poisson",
+        fraction=0.2,
+        n_iter=6,
+        steps=30,
     )
-    eps = certify_epsilon(noise.event, DELTA)
-    assert 0.95 * 50.0 <= eps <= 50.0
-    assert np.linalg.norm(res.x + xi.mean(axis=0)) < 0.15
+    assert 0.99 * 4.0 <= certify_epsilon(noise.event, DELTA) <= 4.0
+    assert np.linalg.norm(res.x + xi.mean(axis=0)) < 0.1
+
+
+def test_without_replacement_minibatch_event():
+    """Fixed-size batches without replacement are accounted for in RDP."""
+    from skdp.privacy import SampledWithoutReplacementDpEvent
+    from skdp.solvers.bilevel_plan import bilevel_event
+
+    design = BilevelDesign(
+        2000,
+        2000,
+        True,
+        6,
+        1,
+        30,
+        10.0,
+        6.0,
+        6.0,
+        1.0,
+        False,
+        False,
+        upper_in_inner=False,
+        sampling="without_replacement",
+        inner_batch_fraction=0.2,
+    )
+    sens = bilevel_sensitivities(design)["lower"]["all"]
+    assert sens == pytest.approx(2 * 6.0 / 400)  # 2 C / batch size
+    stds = {"lower": 3.0 * sens, "penalized": 3.0 * sens, "outer": 0.0}
+    event = bilevel_event(design, stds)
+    leaf = event.events[0].event
+    assert isinstance(leaf, SampledWithoutReplacementDpEvent)
+    assert (leaf.source_dataset_size, leaf.sample_size) == (2000, 400)
+    assert leaf.event.noise_multiplier == pytest.approx(3.0)
+    assert 0 < certify_epsilon(event, DELTA) < np.inf
 
 
 def test_g_independent_of_x_is_dp_gd_on_f():
