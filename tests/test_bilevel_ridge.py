@@ -431,3 +431,28 @@ def test_one_given_end_of_the_range_with_private_bounds():
     assert model.alpha_ == pytest.approx(1e9)
     model = BilevelRidge(alpha_max=1e-9, random_state=0).fit(X, y)
     assert model.alpha_ == pytest.approx(1e-9)
+
+
+def test_centering_release_sensitivity_coupled():
+    """Private training means of the iterative solvers: (sum x, sum y) of
+    normalized rows moves by at most 2 sqrt(2), attained by opposite records."""
+    from skdp.solvers.bilevel_ridge import _centering
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(20, 3))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    y = rng.uniform(-1, 1, size=20)
+    X2, y2 = X.copy(), y.copy()
+    X[0], y[0] = np.array([1.0, 0.0, 0.0]), 1.0
+    X2[0], y2[0] = -X[0], -1.0
+    s = BilevelRidgeSettings(inner_solver="output_perturbation")
+    plan = plan_bilevel_ridge(s, 20, 10, 3, math.inf)  # no noise: pre-noise sums
+    (m1, b1), (m2, b2) = (
+        _centering(Xp, yp, plan, np.random.default_rng(0))
+        for Xp, yp in ((X, y), (X2, y2))
+    )
+    shift = 20 * math.hypot(np.linalg.norm(m1 - m2), b1 - b2)
+    assert shift == pytest.approx(2 * math.sqrt(2))
+    noisy = plan_bilevel_ridge(s, 20, 10, 3, 1.0)
+    sens = 2 * math.sqrt(2)
+    assert noisy.stds["centering"] == pytest.approx(sens / math.sqrt(0.05))
