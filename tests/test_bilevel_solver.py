@@ -10,7 +10,6 @@ from skdp.solvers.bilevel import (
     FULL_BATCH,
     BilevelOracles,
     InnerSettings,
-    clip_per_record,
     dp_bilevel,
     lower_statistic,
     outer_statistic,
@@ -23,6 +22,7 @@ from skdp.solvers.bilevel_plan import (
     calibrate_bilevel_noise,
     gdp_budget,
 )
+from skdp.utils import clip_rows
 
 DELTA = 1e-6
 
@@ -93,7 +93,7 @@ def run_example1(xi, epsilon, rng, *, sampling=None, fraction=1.0, n_iter=15, st
 def xi():
     rng = np.random.default_rng(0)
     data = rng.normal(size=(2000, 3)) * 0.5 + np.array([1.0, -0.5, 0.3])
-    return clip_per_record(data, 3.0)
+    return clip_rows(data, 3.0)
 
 
 def test_example1_non_private_returns_minus_mean(xi):
@@ -163,7 +163,7 @@ def test_g_independent_of_x_is_dp_gd_on_f():
     """Remark 6: with grad_x g = 0 the outer loop is DP-GD on f(., y)."""
     rng = np.random.default_rng(4)
     n, d = 300, 2
-    a = clip_per_record(rng.normal(size=(n, d)) + 2.0, 3.0)
+    a = clip_rows(rng.normal(size=(n, d)) + 2.0, 3.0)
     b = rng.normal(size=(n, d))
     oracles = BilevelOracles(
         n,
@@ -201,7 +201,7 @@ def test_g_independent_of_x_is_dp_gd_on_f():
     replay, x = np.random.default_rng(5), np.zeros(d)
     path = [x]
     for _ in range(steps):
-        g = clip_per_record(x - a, clip_out).mean(axis=0)
+        g = clip_rows(x - a, clip_out).mean(axis=0)
         x = x - eta * (g + gaussian_noise(replay, noise.outer_std, d))
         path.append(x)
     np.testing.assert_allclose(res.x_path, np.array(path), atol=1e-12)

@@ -41,7 +41,7 @@ __all__ = [
     "InnerSettings",
     "bilevel_outer_loop",
     "dp_bilevel",
-    "clip_per_record",
+    "clipped_sum",
     "lower_statistic",
     "penalized_statistic",
     "outer_statistic",
@@ -139,22 +139,6 @@ def _clip_factors(rows, clip_norm):
         norms = safe_row_norms(rows)  # overflow-safe for huge entries
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(norms > clip_norm, clip_norm / norms, 1.0)
-
-
-def clip_per_record(rows, clip_norm):
-    """Scale each row of ``rows`` to norm at most ``clip_norm``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> clip_per_record(np.array([[3.0, 4.0], [0.3, 0.4]]), 1.0)
-    array([[0.6, 0.8],
-           [0.3, 0.4]])
-    """
-    rows = np.asarray(rows, dtype=float)
-    if math.isinf(clip_norm):
-        return rows
-    return rows * _clip_factors(rows, clip_norm)[:, None]
 
 
 def clipped_sum(rows, clip_norm):

@@ -56,7 +56,7 @@ from .bilevel import (
     BilevelOracles,
     InnerSettings,
     bilevel_outer_loop,
-    clip_per_record,
+    clipped_sum,
     dp_bilevel,
 )
 from .bilevel_inner import localization_radii, localized_noisy_gd
@@ -655,8 +655,8 @@ def _fit_loc_gd(Xt, yt, Xv, yv, plan, rng):
         radius = b * math.sqrt(1.0 / omega)
 
         def grad(w):
-            g = clip_per_record((X_all @ w - y_all)[:, None] * X_all, clip)
-            return g.mean(axis=0) + omega * w
+            g = clipped_sum((X_all @ w - y_all)[:, None] * X_all, clip)
+            return g / n + omega * w
 
         radii = localization_radii(
             2.0 * radius,
