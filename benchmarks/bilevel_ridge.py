@@ -98,7 +98,9 @@ def run_methods(X, y, epsilon, rng, seed, bounds, score, with_fixed=True):
     if with_fixed:
         fixed = [score(ssp_ridge(X, y, [a], mu, rng, *bounds)[0]) for a in alphas]
         k = int(np.argmin(fixed))
-        out["oracle"] = (fixed[k], alphas[k])
+        # Per repetition, the luckiest of K independent noisy fits: a stronger
+        # reference than the best row (``oracle``, added when aggregating).
+        out["oracle_per_rep"] = (fixed[k], alphas[k])
         for a, s in zip(GRID_UNITS, fixed):
             out[f"fixed[{a:.0e}]"] = (s, a * bounds[0] ** 2)
     n_val = int(round(VAL_GRID * n))
@@ -162,7 +164,7 @@ def synthetic_study(ns, reps):
                     alpha_checks.append((rep, model_alpha, target))
             for (eps, k), v in scores.items():
                 s = np.array([a for a, _ in v])
-                al = np.array([b for _, b in v])
+                al = np.maximum(np.array([b for _, b in v]), 1e-300)
                 rows.append(
                     (
                         snr_name,
@@ -175,6 +177,13 @@ def synthetic_study(ns, reps):
                         len(s),
                     )
                 )
+            for eps in EPSILONS:
+                # The oracle: the fixed-alpha row with the best mean, in hindsight.
+                cell = [r for r in rows if r[:3] == (snr_name, n, eps)]
+                best = min(
+                    (r for r in cell if r[3].startswith("fixed")), key=lambda r: r[4]
+                )
+                rows.append(best[:3] + ("oracle",) + best[4:])
             print(f"synthetic snr={snr_name} n={n} done ({r} reps)", flush=True)
     return rows, alpha_checks
 
@@ -249,6 +258,12 @@ def diabetes_study(reps):
     for (eps, k), v in scores.items():
         s = np.array([a for a, _ in v])
         rows.append((eps, k, s.mean(), s.std() / math.sqrt(len(s)), len(s)))
+    for eps in EPSILONS:
+        best = min(
+            (r for r in rows if r[0] == eps and r[1].startswith("fixed")),
+            key=lambda r: r[2],
+        )
+        rows.append((eps, "oracle") + best[2:])
     return rows
 
 
@@ -269,14 +284,22 @@ def timing_study(n=10**6, repeats=3):
         t0 = time.perf_counter()
         BilevelRidge(random_state=rep).fit(X, y)
         t_bp.append(time.perf_counter() - t0)
-    return min(t_cv), min(t_bi), min(t_bp)
+    return min(t_cv), min(t_bi), min(t_bp), n
 
 
 # --------------------------------------------------------------------------
 # Report
 # --------------------------------------------------------------------------
 
-MAIN = ["bilevel", "oracle", "grid_split", "grid_stats", "adassp", "ridgecv"]
+MAIN = [
+    "bilevel",
+    "oracle",
+    "oracle_per_rep",
+    "grid_split",
+    "grid_stats",
+    "adassp",
+    "ridgecv",
+]
 
 
 def write_report(args, syn, alpha_checks, solvers, diab, timing, elapsed):
@@ -288,8 +311,12 @@ def write_report(args, syn, alpha_checks, solvers, diab, timing, elapsed):
         f" in {elapsed / 60:.1f} min on the shared 2-core machine.",
         "",
         "All private methods spend the same total `(epsilon, delta = n**-1.1)`, use the",
-        "same public bounds and the same intercept treatment. `oracle` is the best",
-        "fixed-alpha private fit chosen in hindsight (not a private method).",
+        "same public bounds and the same intercept treatment. `oracle` is the",
+        "fixed-alpha row (`fixed[...]`, each alpha its own private fit on all rows)",
+        "with the best mean, chosen in hindsight; `oracle_per_rep` takes the best",
+        "of the K noisy fits in each repetition (luckier still). Neither is a",
+        "private method. Alphas in the tables are geometric means over",
+        "repetitions, in scikit-learn units.",
         "Synthetic: d = 20, excess risk `||coef - theta||^2 + (intercept - 1)^2`",
         "(exact); mean over repetitions (standard error in parentheses).",
         "",
@@ -342,10 +369,11 @@ def write_report(args, syn, alpha_checks, solvers, diab, timing, elapsed):
     if alpha_checks:
         within = sum(1 / 3 <= a / t <= 3 for _, a, t in alpha_checks)
         lines += ["", f"Within 3x in {within} of {len(alpha_checks)} repetitions."]
-    t_cv, t_bi, t_bp = timing
+    t_cv, t_bi, t_bp = timing[:3]
     lines += [
         "",
-        f"Fit time, n = 1e6, d = 20 (best of 3): RidgeCV {t_cv:.2f} s, BilevelRidge "
+        f"Fit time, n = {timing[3]:.0e}, d = 20 (best of 3): RidgeCV {t_cv:.2f} s, "
+        f"BilevelRidge "
         f"{t_bi:.2f} s (ratio {t_bi / t_cv:.2f}, target <= 10), with private bounds "
         f"{t_bp:.2f} s (ratio {t_bp / t_cv:.2f}).",
         "",
