@@ -59,6 +59,12 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     for tuning: with the default inner solver every inner problem, the outer
     loop and the final model are post-processing of one private release.
 
+    The outer variable is ``log(alpha)``: the update is
+    ``log alpha <- clip(log alpha - eta_t * alpha d F / d alpha, log alpha_min,
+    log alpha_max)``, the paper's projected step on the reparametrized
+    problem (a good penalty ranges over orders of magnitude, which a step on
+    ``alpha`` itself cannot traverse with one step size).
+
     Neighbouring datasets differ by replacing one record; ``n`` is public.
 
     Parameters
@@ -204,6 +210,12 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
 
     Notes
     -----
+    Tuning needs validation information, which is itself noisy: at small
+    ``n * epsilon`` the validation loss is nearly flat within the privacy
+    noise and ``alpha_`` errs on the side of more regularization (see
+    ``benchmarks/results/bilevel_ridge.md`` for measured ratios to the best
+    fixed penalty chosen in hindsight).
+
     Objective: the training part's mean squared loss ``/ 2`` plus
     ``omega / 2 ||coef||**2`` with ``omega = alpha / n_train``; the intercept is
     not penalized. At ``epsilon=np.inf`` with bounds that clip nothing,
