@@ -391,6 +391,31 @@ def _outer_hypergradient(plan, rng):
     return hypergradient
 
 
+def _tune(plan, rng, solve):
+    """Outer loop on ``u = log(alpha)`` around private inner solves.
+
+    ``solve(u) -> (w_low, w_pen)`` returns the two private inner solutions
+    (coefficients) at ``omega = e^u / n_train`` with penalty
+    :func:`default_penalty`.
+    """
+    s = plan.settings
+    hyper = _outer_hypergradient(plan, rng)
+
+    def hypergradient(u, w_low, w_pen):
+        omega = math.exp(u[0]) / plan.n_train
+        return hyper(u, omega, default_penalty(s, omega), w_low, w_pen)
+
+    return bilevel_outer_loop(
+        np.array([math.log(s.start)]),
+        lambda u, t: solve(u),
+        hypergradient,
+        _project(s),
+        n_iter=s.n_iter,
+        step_size=s.step_size,
+        adaptive=s.adaptive,
+    )
+
+
 def bilevel_ridge(X, y, train_idx, val_idx, plan, rng):
     """Fit a ridge model whose penalty is tuned by DP bilevel optimization.
 
@@ -451,28 +476,15 @@ def _fit_statistics(Xt, yt, Xv, yv, plan, rng):
     # Everything below is post-processing of the two releases.
     train = raw_tr.centered().scaled(1.0 / n_tr)
     val = raw_va.centered().scaled(1.0 / n_va)
-    hyper = _outer_hypergradient(plan, rng)
 
-    def solve(u, t):
+    def solve(u):
         omega = math.exp(u[0]) / n_tr
         lam = default_penalty(s, omega)
-        w_low, b_low = train.solve(omega)
-        w_pen, b_pen = (train + val.scaled(1.0 / lam)).solve(omega)
-        return (w_low, omega, lam), (w_pen, b_pen)
+        w_low, _ = train.solve(omega)
+        w_pen, _ = (train + val.scaled(1.0 / lam)).solve(omega)
+        return w_low, w_pen
 
-    def hypergradient(u, low, pen):
-        (w_low, omega, lam), (w_pen, _) = low, pen
-        return hyper(u, omega, lam, w_low, w_pen)
-
-    res = bilevel_outer_loop(
-        np.array([math.log(s.start)]),
-        solve,
-        hypergradient,
-        _project(s),
-        n_iter=s.n_iter,
-        step_size=s.step_size,
-        adaptive=s.adaptive,
-    )
+    res = _tune(plan, rng, solve)
     alpha = float(np.exp(res.x[0]))
     final = raw_tr + raw_va
     if s.refit_share > 0:
@@ -514,9 +526,8 @@ def _fit_output(Xt, yt, Xv, yv, plan, rng):
     st, ct = Xt_c.T @ Xt_c, Xt_c.T @ yt_c
     sv, cv = Xv_c.T @ Xv_c, Xv_c.T @ yv_c
     z = plan.stds.get("multiplier", 0.0)
-    hyper = _outer_hypergradient(plan, rng)
 
-    def solve(u, t):
+    def solve(u):
         omega = math.exp(u[0]) / n_tr
         lam = default_penalty(s, omega)
         sens = output_sensitivities({"train": (1.0 / n_tr, n_tr)}, omega, a, b)
@@ -534,23 +545,11 @@ def _fit_output(Xt, yt, Xv, yv, plan, rng):
             z * max(sens.values()),
             rng,
         )
-        return (w_low, omega, lam), w_pen
+        return w_low, w_pen
 
-    def hypergradient(u, low, w_pen):
-        w_low, omega, lam = low
-        return hyper(u, omega, lam, w_low, w_pen)
-
-    res = bilevel_outer_loop(
-        np.array([math.log(s.start)]),
-        solve,
-        hypergradient,
-        _project(s),
-        n_iter=s.n_iter,
-        step_size=s.step_size,
-        adaptive=s.adaptive,
-    )
+    res = _tune(plan, rng, solve)
     alpha = float(np.exp(res.x[0]))
-    coef = res.y_lower[0]
+    coef = res.y_lower
     if s.refit_share > 0:
         n = n_tr + n_va
         omega = alpha / n
