@@ -27,8 +27,12 @@ def _quickstart_bilevel_ridge():
     public = RidgeCV(alphas=np.logspace(-2, 5, 15)).fit(X_tr, y_tr)
     eps, delta = private.privacy_spent_
     print("BilevelRidge (penalty tuned privately, no grid search)")
-    print(f"  private  R^2 = {private.score(X_te, y_te):.3f}  alpha_ = {private.alpha_:.3g}")
-    print(f"  RidgeCV  R^2 = {public.score(X_te, y_te):.3f}  alpha_ = {public.alpha_:.3g}")
+    print(
+        f"  private  R^2 = {private.score(X_te, y_te):.3f}  alpha_ = {private.alpha_:.3g}"
+    )
+    print(
+        f"  RidgeCV  R^2 = {public.score(X_te, y_te):.3f}  alpha_ = {public.alpha_:.3g}"
+    )
     print(f"  privacy spent: epsilon = {eps:.3f}, delta = {delta:.2g}")
 
 
