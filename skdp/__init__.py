@@ -1,12 +1,17 @@
 """skdp: scikit-learn compatible estimators with differential privacy."""
 
 from .fairness import MinimaxFairClassifier
-from .linear_model import HeavyTailedLinearRegression, HeavyTailedLogisticRegression
+from .linear_model import (
+    BilevelRidge,
+    HeavyTailedLinearRegression,
+    HeavyTailedLogisticRegression,
+)
 from .privacy import BudgetExceededError, PrivacyAccountant
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "BilevelRidge",
     "BudgetExceededError",
     "HeavyTailedLinearRegression",
     "HeavyTailedLogisticRegression",

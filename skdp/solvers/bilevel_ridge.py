@@ -1,0 +1,680 @@
+"""DP bilevel tuning of a ridge penalty (Kornowski, Sec. 7, sign corrected).
+
+Everything here works in *normalized units*: the caller divides the features
+by the public ``feature_norm`` and the targets by the public ``target_bound``
+(this module then clips rows to norm 1 and targets to ``[-1, 1]``). The
+penalty ``alpha`` is on the *sum* of squared errors of the training part
+(scikit-learn's ``Ridge(alpha)`` convention); the paper's weight on the mean
+loss is ``omega = alpha / n_train``.
+
+Bilevel problem: ``F(omega) = mean validation loss of theta*(omega)``,
+``theta*(omega) = argmin mean training loss + omega / 2 ||w||**2`` (the
+intercept is never penalized). The outer variable is ``u = log(alpha)`` in
+``[log alpha_min, log alpha_max]``: this is Alg. 1 on the reparametrized
+problem ``g(u, theta) = loss + e^u / n_train R(theta)``, whose hypergradient
+estimate is ``omega * lam * (R(theta^lam) - R(theta))`` with ``R = ||w||**2/2``.
+The update is projected *descent*,
+
+``u_{t+1} = clip(u_t - eta_t * omega_t * lam (R(theta^lam_t) - R(theta_t)), ...)``
+
+(the paper's printed closed form has the opposite sign, notes §5.4). The
+outer quantity depends on the data only through the private inner solutions,
+so it is post-processing; ``outer_noise=True`` adds the paper's Gaussian noise
+anyway (with a clipped, budgeted hypergradient).
+
+Inner solvers:
+
+- ``"sufficient_statistics"``: the training and validation parts release
+  their Gram matrix and moment vector once (parallel composition: one record
+  lies in one part); every inner solve and the final model are then closed
+  form. The two releases may use negatively correlated noise, which makes
+  their sum (the final model) more accurate at no privacy cost.
+- ``"output_perturbation"``: each inner solve is an exact ridge solution plus
+  Gaussian noise (:mod:`.bilevel_ridge_output`).
+- ``"loc_gd"``: the paper's DP-Loc-GD (:mod:`.bilevel`, :mod:`.bilevel_inner`).
+
+For the last two the intercept comes from privately released training means
+(a stated share of the budget): both parts are centred at them, which at
+``epsilon = inf`` is exactly scikit-learn's unpenalized, centred intercept.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..privacy import (
+    ComposedDpEvent,
+    GaussianDpEvent,
+    NoOpDpEvent,
+    ParallelDpEvent,
+    SelfComposedDpEvent,
+    gaussian_noise,
+)
+from ..utils import clip_rows, clip_targets
+from .bilevel import (
+    BilevelOracles,
+    InnerSettings,
+    bilevel_outer_loop,
+    clipped_sum,
+    dp_bilevel,
+)
+from .bilevel_inner import localization_radii, localized_noisy_gd
+from .bilevel_plan import BilevelDesign, calibrate_bilevel_noise
+from .bilevel_ridge_output import output_sensitivities, perturbed_ridge
+from .bilevel_ridge_stats import (
+    exact_statistics,
+    gram_sensitivity,
+    moment_sensitivity,
+    release_statistics,
+)
+
+__all__ = [
+    "INNER_SOLVERS",
+    "BilevelRidgeSettings",
+    "BilevelRidgePlan",
+    "BilevelRidgeResult",
+    "plan_bilevel_ridge",
+    "bilevel_ridge",
+]
+
+INNER_SOLVERS = ("sufficient_statistics", "output_perturbation", "loc_gd")
+OUTER_SHARE = 1.0 / 3.0  # the paper's split when the outer step is noised
+CENTERING_SHARE = 0.05
+NOISY_PENALTY = 100.0  # lambda of the noisy inner solvers
+
+
+@dataclass(frozen=True)
+class BilevelRidgeSettings:
+    """Public hyperparameters of a bilevel ridge fit (normalized units).
+
+    Parameters
+    ----------
+    inner_solver : str
+        One of :data:`INNER_SOLVERS`.
+    fit_intercept : bool
+    alpha_min, alpha_max, alpha_init : float
+        Penalty range and start (sum units over the training part).
+    n_iter : int
+        Outer iterations ``T``.
+    step_size : float
+        Outer step (in ``log(alpha)`` units; AdaGrad's ``eta_0`` if adaptive).
+    adaptive : bool
+        AdaGrad-norm outer steps (post-processing) instead of a constant step.
+    penalty : float or None
+        ``lambda``; ``None`` picks the default of the inner solver.
+    outer_noise : bool
+        Add the paper's outer Gaussian noise (spends :data:`OUTER_SHARE`).
+    outer_clip : float
+        Clip norm of the outer hypergradient when ``outer_noise``.
+    refit_share : float
+        Share of ``mu**2`` reserved for the final model on all rows.
+    correlation : float
+        Noise correlation between the two statistics releases (``<= 0``).
+    intercept_scaling : float
+        Constant column of the sufficient statistics (normalized units).
+    inner_steps, inner_rounds : int
+        ``K`` and ``M`` of DP-Loc-GD.
+    """
+
+    inner_solver: str = "sufficient_statistics"
+    fit_intercept: bool = True
+    alpha_min: float = 1e-3
+    alpha_max: float = 1e6
+    alpha_init: float = None
+    n_iter: int = 100
+    step_size: float = 1.0
+    adaptive: bool = True
+    penalty: float = None
+    outer_noise: bool = False
+    outer_clip: float = 1.0
+    refit_share: float = 0.0
+    correlation: float = -0.5
+    intercept_scaling: float = 1.0
+    inner_steps: int = 100
+    inner_rounds: int = 2
+
+    def __post_init__(self):
+        if self.inner_solver not in INNER_SOLVERS:
+            raise ValueError(f"inner_solver must be one of {INNER_SOLVERS}.")
+        if not 0.0 < self.alpha_min <= self.alpha_max < math.inf:
+            raise ValueError("Need 0 < alpha_min <= alpha_max < inf.")
+        if not 0.0 <= self.refit_share < 1.0:
+            raise ValueError("refit_share must be in [0, 1).")
+        if not -1.0 < self.correlation <= 0.0:
+            raise ValueError("correlation must be in (-1, 0].")
+
+    @property
+    def start(self):
+        """``alpha_init``, or the geometric middle of the range."""
+        if self.alpha_init is not None:
+            return float(np.clip(self.alpha_init, self.alpha_min, self.alpha_max))
+        return math.sqrt(self.alpha_min * self.alpha_max)
+
+
+@dataclass(frozen=True)
+class BilevelRidgePlan:
+    """The public privacy plan: noise scales and the matching event.
+
+    Attributes
+    ----------
+    settings : BilevelRidgeSettings
+    n_train, n_val, n_features : int
+    mu : float
+        GDP budget the plan spends (``inf``: no noise).
+    event : DpEvent
+    stds : dict
+        Noise standard deviations and multipliers of each release.
+    """
+
+    settings: BilevelRidgeSettings
+    n_train: int
+    n_val: int
+    n_features: int
+    mu: float
+    event: object = field(repr=False)
+    stds: dict = field(default_factory=dict)
+
+
+@dataclass
+class BilevelRidgeResult:
+    """Fitted model in normalized units.
+
+    Attributes
+    ----------
+    coef : ndarray of shape (d,)
+    intercept : float
+    alpha : float
+        Selected penalty (sum units over the training part).
+    alpha_path : ndarray of shape (T + 1,)
+    t_out : int
+    hypergradients : ndarray of shape (T,)
+    """
+
+    coef: np.ndarray
+    intercept: float
+    alpha: float
+    alpha_path: np.ndarray
+    t_out: int
+    hypergradients: np.ndarray = field(repr=False)
+
+
+# --------------------------------------------------------------------------
+# Privacy plans (public: n, d, settings and the GDP budget only)
+# --------------------------------------------------------------------------
+
+
+def _gaussian(sigma, sensitivity):
+    """Event of one Gaussian release; ``sigma = 0`` is non-private."""
+    return GaussianDpEvent(sigma / sensitivity if sensitivity > 0 else math.inf)
+
+
+def _data_bounds(settings):
+    """Bounds of the rows the inner problems see (centred rows double them)."""
+    centred = (
+        settings.fit_intercept and settings.inner_solver != "sufficient_statistics"
+    )
+    return (2.0, 2.0) if centred else (1.0, 1.0)
+
+
+def default_penalty(settings, omega):
+    """``lambda`` of the penalized inner problem ``f / lambda + g``.
+
+    Exact inner solves (sufficient statistics) use a large ``lambda`` so the
+    first-order estimate's bias ``O(||H_val|| / (lambda omega))`` is negligible;
+    noisy inner solves use the public ``settings.penalty`` or 100, because the
+    inner noise is multiplied by ``lambda`` in the hypergradient.
+    """
+    if settings.penalty is not None:
+        return float(settings.penalty)
+    if settings.inner_solver == "sufficient_statistics":
+        h = 1.0 + settings.intercept_scaling**2  # bound on ||Z^T Z|| / n
+        return 1e4 * (1.0 + h / omega)
+    return NOISY_PENALTY
+
+
+def plan_bilevel_ridge(settings, n_train, n_val, n_features, mu):
+    """Noise scales and privacy event of a bilevel ridge fit.
+
+    The plan does not depend on the penalty range (``alpha_min``,
+    ``alpha_max``, ``alpha_init``): noise scales are fixed multiples of
+    sensitivities that are either range-free or evaluated at the (public)
+    current penalty. The GDP budget ``mu`` (see
+    :func:`~skdp.solvers.bilevel_plan.gdp_budget`) is split by shares of
+    ``mu**2``: ``refit_share`` for the final model,
+    :data:`OUTER_SHARE` of the rest for the outer noise if any, a small
+    :data:`CENTERING_SHARE` for the training means (iterative solvers with an
+    intercept), and the rest for the inner solves.
+
+    Parameters
+    ----------
+    settings : BilevelRidgeSettings
+    n_train, n_val, n_features : int
+    mu : float
+        GDP budget; ``inf`` for no noise.
+
+    Returns
+    -------
+    BilevelRidgePlan
+    """
+    s = settings
+    stds = {}
+    if math.isinf(mu):
+        return BilevelRidgePlan(s, n_train, n_val, n_features, mu, NoOpDpEvent(), stds)
+    mu2 = mu * mu
+    refit = s.refit_share * mu2
+    rest = mu2 - refit
+    outer = OUTER_SHARE * rest if s.outer_noise else 0.0
+    if s.outer_noise and s.inner_solver != "loc_gd":
+        rest -= outer
+        # T Gaussian steps on the training part's clipped mean hypergradient.
+        sens = 2.0 * s.outer_clip / n_train
+        stds["outer"] = sens * math.sqrt(s.n_iter / outer)
+    train_events, val_events, all_events = [], [], []
+    if s.outer_noise and s.inner_solver != "loc_gd":
+        train_events.append(
+            SelfComposedDpEvent(_gaussian(stds["outer"], sens), s.n_iter)
+        )
+
+    if s.inner_solver == "sufficient_statistics":
+        c = s.intercept_scaling if s.fit_intercept else None
+        dg, dm = gram_sensitivity(1.0, c), moment_sensitivity(1.0, 1.0, c)
+        rho = s.correlation
+        # Each part: Gram and moment share the part's mu^2 equally. With
+        # correlation rho the marginal noise is 1/sqrt(1 - rho^2) larger.
+        scale = 1.0 / math.sqrt(1.0 - rho * rho)
+        stds["gram"] = dg / math.sqrt(0.5 * rest) * scale
+        stds["moment"] = dm / math.sqrt(0.5 * rest) * scale
+        stds["correlation"] = rho
+        part = [
+            _gaussian(stds["gram"] / scale, dg),
+            _gaussian(stds["moment"] / scale, dm),
+        ]
+        train_events += part
+        val_events += part
+        if refit > 0:
+            stds["refit_gram"] = dg / math.sqrt(0.5 * refit)
+            stds["refit_moment"] = dm / math.sqrt(0.5 * refit)
+            all_events += [
+                _gaussian(stds["refit_gram"], dg),
+                _gaussian(stds["refit_moment"], dm),
+            ]
+    else:
+        a, b = _data_bounds(s)
+        if s.fit_intercept:
+            centering = CENTERING_SHARE * rest
+            rest -= centering
+            # (sum x, sum y) of the training part: sensitivity sqrt((2A)^2 + (2B)^2).
+            sens_c = 2.0 * math.sqrt(2.0)
+            stds["centering"] = sens_c / math.sqrt(centering)
+            train_events.append(_gaussian(stds["centering"], sens_c))
+        if s.inner_solver == "output_perturbation":
+            # 2T solves, each 1/z-GDP for a training record.
+            z = math.sqrt(2 * s.n_iter / rest)
+            stds["multiplier"] = z
+            train_events.append(SelfComposedDpEvent(GaussianDpEvent(z), 2 * s.n_iter))
+            # Validation records enter the T penalized solves with a smaller
+            # sensitivity; the noise is set by the larger one, so their
+            # multiplier is at least z.
+            val_events.append(SelfComposedDpEvent(GaussianDpEvent(z), s.n_iter))
+            if refit > 0:
+                stds["refit_multiplier"] = 1.0 / math.sqrt(refit)
+                all_events.append(GaussianDpEvent(stds["refit_multiplier"]))
+        else:
+            design = loc_gd_design(s, n_train, n_val)
+            noise = calibrate_bilevel_noise(design, None, None, mu=math.sqrt(rest))
+            stds["loc_gd"] = noise
+            train_events.append(noise.event.events[1])
+            val_events.append(noise.event.events[0])
+            if refit > 0:
+                steps = s.inner_rounds * s.inner_steps
+                sens = 2.0 * loc_gd_clip(s) / (n_train + n_val)
+                stds["refit_std"] = sens * math.sqrt(steps / refit)
+                all_events.append(
+                    SelfComposedDpEvent(_gaussian(stds["refit_std"], sens), steps)
+                )
+    parts = ParallelDpEvent(
+        [ComposedDpEvent(train_events), ComposedDpEvent(val_events)]
+    )
+    event = ComposedDpEvent([parts] + all_events) if all_events else parts
+    return BilevelRidgePlan(s, n_train, n_val, n_features, mu, event, stds)
+
+
+def loc_gd_clip(settings):
+    """Per-record clip norm of the inner gradients: ``A B`` of the centred data."""
+    a, b = _data_bounds(settings)
+    return a * b
+
+
+def loc_gd_design(settings, n_train, n_val):
+    """Public :class:`BilevelDesign` of the DP-Loc-GD inner solver."""
+    s = settings
+    clip = loc_gd_clip(s)
+    return BilevelDesign(
+        n_upper=n_val,
+        n_lower=n_train,
+        shared=False,
+        n_outer=s.n_iter,
+        inner_rounds=s.inner_rounds,
+        inner_steps=s.inner_steps,
+        penalty=NOISY_PENALTY if s.penalty is None else float(s.penalty),
+        clip_upper=clip,
+        clip_lower=clip,
+        clip_outer=s.outer_clip,
+        upper_in_outer=False,
+        lower_in_outer=s.outer_noise,
+    )
+
+
+# --------------------------------------------------------------------------
+# The fit
+# --------------------------------------------------------------------------
+
+
+def _ridge_norm(coef):
+    return 0.5 * float(coef @ coef)
+
+
+def _outer_hypergradient(plan, rng):
+    """Hypergradient in ``u = log(alpha)``; noised when ``outer_noise``."""
+    s = plan.settings
+
+    def hypergradient(u, omega, lam, w_low, w_pen):
+        g = omega * lam * (_ridge_norm(w_pen) - _ridge_norm(w_low))
+        if s.outer_noise:
+            # Every training record carries the same per-record value
+            # omega * lam * (R(w_pen) - R(w_low)); clipped as a whole.
+            g = float(np.clip(g, -s.outer_clip, s.outer_clip))
+            g += gaussian_noise(rng, plan.stds.get("outer", 0.0))
+        return np.array([g])
+
+    return hypergradient
+
+
+def _tune(plan, rng, solve):
+    """Outer loop on ``u = log(alpha)`` around private inner solves.
+
+    ``solve(u) -> (w_low, w_pen)`` returns the two private inner solutions
+    (coefficients) at ``omega = e^u / n_train`` with penalty
+    :func:`default_penalty`.
+    """
+    s = plan.settings
+    hyper = _outer_hypergradient(plan, rng)
+
+    def hypergradient(u, w_low, w_pen):
+        omega = math.exp(u[0]) / plan.n_train
+        return hyper(u, omega, default_penalty(s, omega), w_low, w_pen)
+
+    return bilevel_outer_loop(
+        np.array([math.log(s.start)]),
+        lambda u, t: solve(u),
+        hypergradient,
+        _project(s),
+        n_iter=s.n_iter,
+        step_size=s.step_size,
+        adaptive=s.adaptive,
+    )
+
+
+def bilevel_ridge(X, y, train_idx, val_idx, plan, rng):
+    """Fit a ridge model whose penalty is tuned by DP bilevel optimization.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Features divided by the public feature norm (clipped here to 1).
+    y : ndarray of shape (n,)
+        Targets divided by the public target bound (clipped here to 1).
+    train_idx, val_idx : ndarray of int
+        Public, data-independent split.
+    plan : BilevelRidgePlan
+        From :func:`plan_bilevel_ridge` with the same sizes.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    BilevelRidgeResult
+    """
+    X = clip_rows(X, 1.0)
+    y = clip_targets(y, 1.0)
+    solver = {
+        "sufficient_statistics": _fit_statistics,
+        "output_perturbation": _fit_output,
+        "loc_gd": _fit_loc_gd,
+    }[plan.settings.inner_solver]
+    return solver(X[train_idx], y[train_idx], X[val_idx], y[val_idx], plan, rng)
+
+
+def _project(settings):
+    lo, hi = math.log(settings.alpha_min), math.log(settings.alpha_max)
+    return lambda u: np.clip(u, lo, hi)
+
+
+def _result(res, coef, intercept):
+    alpha_path = np.exp(res.x_path[:, 0])
+    return BilevelRidgeResult(
+        coef=np.asarray(coef, dtype=float),
+        intercept=float(intercept),
+        alpha=float(np.exp(res.x[0])),
+        alpha_path=alpha_path,
+        t_out=res.t_out,
+        hypergradients=res.hypergradients[:, 0],
+    )
+
+
+def _fit_statistics(Xt, yt, Xv, yv, plan, rng):
+    s = plan.settings
+    c = s.intercept_scaling if s.fit_intercept else None
+    n_tr, n_va = Xt.shape[0], Xv.shape[0]
+    raw_tr, raw_va = release_statistics(
+        [exact_statistics(Xt, yt, c), exact_statistics(Xv, yv, c)],
+        gram_std=plan.stds.get("gram", 0.0),
+        moment_std=plan.stds.get("moment", 0.0),
+        correlation=plan.stds.get("correlation", 0.0),
+        rng=rng,
+    )
+    # Everything below is post-processing of the two releases.
+    train = raw_tr.centered().scaled(1.0 / n_tr)
+    val = raw_va.centered().scaled(1.0 / n_va)
+
+    def solve(u):
+        omega = math.exp(u[0]) / n_tr
+        lam = default_penalty(s, omega)
+        w_low, _ = train.solve(omega)
+        w_pen, _ = (train + val.scaled(1.0 / lam)).solve(omega)
+        return w_low, w_pen
+
+    res = _tune(plan, rng, solve)
+    alpha = float(np.exp(res.x[0]))
+    final = raw_tr + raw_va
+    if s.refit_share > 0:
+        (raw_all,) = release_statistics(
+            [exact_statistics(np.vstack([Xt, Xv]), np.r_[yt, yv], c)],
+            gram_std=plan.stds.get("refit_gram", 0.0),
+            moment_std=plan.stds.get("refit_moment", 0.0),
+            rng=rng,
+        )
+        # Inverse-variance combination of two releases of the same rows.
+        rho = plan.stds.get("correlation", 0.0)
+        v_pool = 2.0 * (1.0 + rho) * plan.stds.get("gram", 0.0) ** 2
+        v_all = plan.stds.get("refit_gram", 0.0) ** 2
+        weight = v_all / (v_pool + v_all) if v_pool + v_all > 0 else 0.5
+        final = final.combine(raw_all, weight)
+    coef, intercept = final.centered().solve(alpha)
+    return _result(res, coef, intercept)
+
+
+def _centering(Xt, yt, plan, rng):
+    """Private training means (clipped to the public bounds) and centring."""
+    if not plan.settings.fit_intercept:
+        return np.zeros(Xt.shape[1]), 0.0
+    n = Xt.shape[0]
+    std = plan.stds.get("centering", 0.0)
+    mean_x = (Xt.sum(axis=0) + gaussian_noise(rng, std, Xt.shape[1])) / n
+    mean_y = (yt.sum() + gaussian_noise(rng, std)) / n
+    mean_x = clip_rows(mean_x[None, :], 1.0)[0]
+    return mean_x, float(np.clip(mean_y, -1.0, 1.0))
+
+
+def _fit_output(Xt, yt, Xv, yv, plan, rng):
+    s = plan.settings
+    n_tr, n_va = Xt.shape[0], Xv.shape[0]
+    a, b = _data_bounds(s)
+    mx, my = _centering(Xt, yt, plan, rng)
+    Xt_c, yt_c, Xv_c, yv_c = Xt - mx, yt - my, Xv - mx, yv - my
+    # Exact (not released) per-part statistics of the centred rows.
+    st, ct = Xt_c.T @ Xt_c, Xt_c.T @ yt_c
+    sv, cv = Xv_c.T @ Xv_c, Xv_c.T @ yv_c
+    z = plan.stds.get("multiplier", 0.0)
+
+    def solve(u):
+        omega = math.exp(u[0]) / n_tr
+        lam = default_penalty(s, omega)
+        sens = output_sensitivities({"train": (1.0 / n_tr, n_tr)}, omega, a, b)
+        w_low = perturbed_ridge(st / n_tr, ct / n_tr, omega, z * sens["train"], rng)
+        sens = output_sensitivities(
+            {"train": (1.0 / n_tr, n_tr), "val": (1.0 / (lam * n_va), n_va)},
+            omega,
+            a,
+            b,
+        )
+        w_pen = perturbed_ridge(
+            st / n_tr + sv / (lam * n_va),
+            ct / n_tr + cv / (lam * n_va),
+            omega,
+            z * max(sens.values()),
+            rng,
+        )
+        return w_low, w_pen
+
+    res = _tune(plan, rng, solve)
+    alpha = float(np.exp(res.x[0]))
+    coef = res.y_lower
+    if s.refit_share > 0:
+        n = n_tr + n_va
+        omega = alpha / n
+        sens = output_sensitivities({"all": (1.0 / n, n)}, omega, a, b)["all"]
+        coef = perturbed_ridge(
+            (st + sv) / n,
+            (ct + cv) / n,
+            omega,
+            plan.stds["refit_multiplier"] * sens,
+            rng,
+        )
+    return _result(res, coef, my - mx @ coef)
+
+
+def _ridge_oracles(Xt_c, yt_c, Xv_c, yv_c, outer_noise):
+    """Per-record gradients of the squared loss on centred rows (u = log alpha)."""
+    n_tr = Xt_c.shape[0]
+
+    def grad_y(Xp, yp):
+        return lambda u, w, idx: (Xp[idx] @ w - yp[idx])[:, None] * Xp[idx]
+
+    def lower_reg(u, w):
+        omega = math.exp(u[0]) / n_tr
+        gx = np.zeros(1) if outer_noise else np.array([omega * _ridge_norm(w)])
+        return gx, omega * w
+
+    lower_grad_x = None
+    if outer_noise:
+
+        def lower_grad_x(u, w, idx):
+            omega = math.exp(u[0]) / n_tr
+            count = np.arange(n_tr)[idx].size
+            return np.full((count, 1), omega * _ridge_norm(w))
+
+    return BilevelOracles(
+        n_upper=Xv_c.shape[0],
+        n_lower=n_tr,
+        shared=False,
+        upper_grad_y=grad_y(Xv_c, yv_c),
+        lower_grad_y=grad_y(Xt_c, yt_c),
+        lower_grad_x=lower_grad_x,
+        lower_regularizer=lower_reg,
+    )
+
+
+def _loc_gd_settings(s, n_tr, n_features, noise_std):
+    """Public DP-Loc-GD settings at the current (public) ``u``."""
+    a, b = _data_bounds(s)
+
+    def settings(u):
+        omega = math.exp(u[0]) / n_tr
+        radius = b * math.sqrt(2.0 / omega)  # ridge ball of f / lam + g
+        radii = localization_radii(
+            2.0 * radius,
+            n_rounds=s.inner_rounds,
+            n_steps=s.inner_steps,
+            noise_std=noise_std,
+            gradient_bound=loc_gd_clip(s) + omega * radius,
+            strong_convexity=omega,
+            n_features=n_features,
+            smoothness=a * a + omega,
+        )
+        return InnerSettings(tuple(radii), s.inner_steps, omega, a * a + omega)
+
+    return settings
+
+
+def _fit_loc_gd(Xt, yt, Xv, yv, plan, rng):
+    s = plan.settings
+    n_tr, n_va = Xt.shape[0], Xv.shape[0]
+    d = Xt.shape[1]
+    mx, my = _centering(Xt, yt, plan, rng)
+    Xt_c, yt_c, Xv_c, yv_c = Xt - mx, yt - my, Xv - mx, yv - my
+    design = loc_gd_design(s, n_tr, n_va)
+    noise = plan.stds.get("loc_gd") or calibrate_bilevel_noise(
+        design, None, None, mu=math.inf
+    )
+    clip = loc_gd_clip(s)
+    res = dp_bilevel(
+        _ridge_oracles(Xt_c, yt_c, Xv_c, yv_c, s.outer_noise),
+        np.array([math.log(s.start)]),
+        np.zeros(d),
+        penalty=design.penalty,
+        n_iter=s.n_iter,
+        step_size=s.step_size,
+        project=_project(s),
+        inner=_loc_gd_settings(s, n_tr, d, max(noise.lower_std, noise.penalized_std)),
+        clip_upper=clip,
+        clip_lower=clip,
+        clip_outer=s.outer_clip,
+        noise=noise,
+        rng=rng,
+        adaptive=s.adaptive,
+    )
+    alpha = float(np.exp(res.x[0]))
+    coef = res.y_lower
+    if s.refit_share > 0:
+        X_all, y_all = np.vstack([Xt_c, Xv_c]), np.r_[yt_c, yv_c]
+        n = X_all.shape[0]
+        omega = alpha / n
+        a, b = _data_bounds(s)
+        radius = b * math.sqrt(1.0 / omega)
+
+        def grad(w):
+            g = clipped_sum((X_all @ w - y_all)[:, None] * X_all, clip)
+            return g / n + omega * w
+
+        radii = localization_radii(
+            2.0 * radius,
+            n_rounds=s.inner_rounds,
+            n_steps=s.inner_steps,
+            noise_std=plan.stds.get("refit_std", 0.0),
+            gradient_bound=clip + omega * radius,
+            strong_convexity=omega,
+            n_features=d,
+            smoothness=a * a + omega,
+        )
+        coef = localized_noisy_gd(
+            grad,
+            coef,
+            radii=radii,
+            n_steps=s.inner_steps,
+            noise_std=plan.stds.get("refit_std", 0.0),
+            strong_convexity=omega,
+            smoothness=a * a + omega,
+            rng=rng,
+        )
+    return _result(res, coef, my - mx @ coef)

@@ -1,0 +1,458 @@
+"""BilevelRidge and its ridge-specific inner solvers."""
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.linear_model import Ridge
+
+from skdp import BilevelRidge, BudgetExceededError, PrivacyAccountant
+from skdp.privacy import certify_epsilon
+from skdp.solvers.bilevel_ridge import BilevelRidgeSettings, plan_bilevel_ridge
+from skdp.solvers.bilevel_ridge_output import output_sensitivities
+from skdp.solvers.bilevel_ridge_stats import (
+    exact_statistics,
+    gram_sensitivity,
+    moment_sensitivity,
+    release_statistics,
+)
+
+SOLVERS = ["sufficient_statistics", "output_perturbation", "loc_gd"]
+FAST = {"max_iter": 8, "inner_max_iter": 30}  # keeps loc_gd tests quick
+
+
+def linear_data(n=2000, d=8, noise=3.0, seed=0, intercept=2.0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    coef = rng.normal(size=d) / math.sqrt(d)
+    return X, X @ coef + intercept + noise * rng.normal(size=n), coef
+
+
+def validation_split(n, seed, fraction=0.4):
+    """The estimator's public split: the first draw of its generator when
+    both bounds are given."""
+    perm = np.random.default_rng(seed).permutation(n)
+    n_val = int(round(fraction * n))
+    return perm[n_val:], perm[:n_val]
+
+
+# -- sufficient statistics ----------------------------------------------------
+
+
+@pytest.mark.parametrize("c", [None, 0.5, 1.0, 2.0])
+def test_statistics_sensitivity_coupled(c):
+    """Neighbouring datasets: the released numbers move by at most the
+    declared sensitivity, and an adversarial pair attains it."""
+    rng = np.random.default_rng(1)
+    n, d, A, B = 30, 4, 1.0, 1.0
+    X = rng.normal(size=(n, d))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    y = rng.uniform(-B, B, size=n)
+    iu = np.triu_indices(d + (c is not None))
+    base = exact_statistics(X, y, c)
+    worst_g = worst_m = 0.0
+    for trial in range(200):
+        X2, y2 = X.copy(), y.copy()
+        v = rng.normal(size=d)
+        X2[0] = A * v / np.linalg.norm(v)
+        y2[0] = rng.choice([-B, B])
+        if trial == 0:
+            # The worst pair: x = A (cos p, sin p), x' = A (sin p, cos p) (so
+            # x x^T - x' x'^T is diagonal) at the angle cos(x, x') = sin 2p =
+            # -c^2 / (2 A^2), and opposite targets.
+            t = 0.0 if c is None else max(-1.0, -(c * c) / (2 * A * A))
+            p = 0.5 * math.asin(t)
+            X[0] = 0.0
+            X2[0] = 0.0
+            X[0, :2] = A * np.array([math.cos(p), math.sin(p)])
+            X2[0, :2] = A * np.array([math.sin(p), math.cos(p)])
+            y[0], y2[0] = B, -B
+            base = exact_statistics(X, y, c)
+        moved = exact_statistics(X2, y2, c)
+        dg = np.linalg.norm((moved.gram - base.gram)[iu])
+        dm = np.linalg.norm(moved.moment - base.moment)
+        assert dg <= gram_sensitivity(A, c) * (1 + 1e-12)
+        assert dm <= moment_sensitivity(A, B, c) * (1 + 1e-12)
+        worst_g, worst_m = max(worst_g, dg), max(worst_m, dm)
+    assert worst_g >= 0.999 * gram_sensitivity(A, c)
+    assert worst_m >= 0.9 * moment_sensitivity(A, B, c)
+
+
+def test_correlated_release_marginals_and_accounting():
+    part = exact_statistics(np.zeros((3, 2)), np.zeros(3), 1.0)
+    rng = np.random.default_rng(2)
+    draws = np.array(
+        [
+            [
+                r.moment[0]
+                for r in release_statistics(
+                    [part, part],
+                    gram_std=0.0,
+                    moment_std=2.0,
+                    rng=rng,
+                    correlation=-0.5,
+                )
+            ]
+            for _ in range(4000)
+        ]
+    )
+    assert np.std(draws, axis=0) == pytest.approx([2.0, 2.0], rel=0.06)
+    assert np.corrcoef(draws.T)[0, 1] == pytest.approx(-0.5, abs=0.05)
+    # The plan charges each part sigma * sqrt(1 - rho^2): spent == requested.
+    for rho in (0.0, -0.5, -0.9):
+        s = BilevelRidgeSettings(correlation=rho)
+        plan = plan_bilevel_ridge(s, 600, 400, 5, 0.3)
+        assert plan.stds["gram"] == pytest.approx(
+            gram_sensitivity(1.0, 1.0) / (0.3 / math.sqrt(2)) / math.sqrt(1 - rho**2)
+        )
+        assert certify_epsilon(plan.event, 1e-6) == pytest.approx(
+            certify_epsilon(
+                plan_bilevel_ridge(
+                    BilevelRidgeSettings(correlation=0.0), 600, 400, 5, 0.3
+                ).event,
+                1e-6,
+            ),
+            rel=1e-9,
+        )
+
+
+def test_statistics_solve_is_sklearn_ridge():
+    X, y, _ = linear_data(300, 4)
+    stats = exact_statistics(X, y, 1.0)
+    from skdp.solvers.bilevel_ridge_stats import RawStatistics
+
+    assert isinstance(stats, RawStatistics)
+    coef, intercept = stats.centered().solve(7.0)
+    ref = Ridge(alpha=7.0).fit(X, y)
+    np.testing.assert_allclose(coef, ref.coef_, rtol=1e-10)
+    assert intercept == pytest.approx(ref.intercept_, rel=1e-10)
+
+
+def test_hypergradient_estimate_matches_closed_form():
+    """lambda (R(theta^lam) - R(theta)) approximates F'(omega) in sign and size."""
+    X, y, _ = linear_data(600, 6, noise=4.0, seed=3, intercept=0.0)
+    tr, va = np.arange(400), np.arange(400, 600)
+    train = exact_statistics(X[tr], y[tr]).centered().scaled(1 / 400)
+    val = exact_statistics(X[va], y[va]).centered().scaled(1 / 200)
+    signs = set()
+    for omega in (1e-3, 0.05, 0.3, 3.0):
+        w, _ = train.solve(omega)
+        h = train.scatter + omega * np.eye(6)
+        grad_f = val.scatter @ w - val.cross
+        exact = -grad_f @ np.linalg.solve(h, w)  # implicit differentiation
+        for lam in (1e3, 1e5):
+            w_pen, _ = (train + val.scaled(1 / lam)).solve(omega)
+            estimate = lam * (0.5 * w_pen @ w_pen - 0.5 * w @ w)
+            assert np.sign(estimate) == np.sign(exact)
+            assert estimate == pytest.approx(exact, rel=30 / lam)
+        signs.add(np.sign(exact))
+    assert signs == {-1.0, 1.0}  # both sides of the optimum were checked
+
+
+# -- output perturbation --------------------------------------------------------
+
+
+def test_output_perturbation_sensitivity_coupled():
+    rng = np.random.default_rng(4)
+    n, d, omega = 40, 3, 2.0
+    X = rng.normal(size=(n, d))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    y = rng.uniform(-1, 1, size=n)
+
+    def solve(Xp, yp):
+        return np.linalg.solve(Xp.T @ Xp / n + omega * np.eye(d), Xp.T @ yp / n)
+
+    bound = output_sensitivities({"all": (1 / n, n)}, omega, 1.0, 1.0)["all"]
+    worst = 0.0
+    for _ in range(200):
+        X2, y2 = X.copy(), y.copy()
+        v = rng.normal(size=d)
+        X2[0], y2[0] = v / np.linalg.norm(v), rng.choice([-1.0, 1.0])
+        X[0], y[0] = -X2[0], y2[0]
+        worst = max(worst, np.linalg.norm(solve(X, y) - solve(X2, y2)))
+    assert worst <= bound
+    assert worst >= 0.2 * bound
+
+
+# -- the estimator ---------------------------------------------------------------
+
+
+def test_non_private_matches_sklearn_and_validation_optimum():
+    X, y, _ = linear_data(3000, 10, noise=6.0)
+    model = BilevelRidge(
+        epsilon=np.inf, feature_norm=100.0, target_bound=1e3, random_state=3
+    ).fit(X, y)
+    ref = Ridge(alpha=model.alpha_).fit(X, y)
+    np.testing.assert_allclose(model.coef_, ref.coef_, rtol=1e-8, atol=1e-10)
+    assert model.intercept_ == pytest.approx(ref.intercept_, rel=1e-8)
+    tr, va = validation_split(3000, 3)
+    grid = np.logspace(-1, 5, 241)
+    losses = [
+        np.mean((Ridge(alpha=a).fit(X[tr], y[tr]).predict(X[va]) - y[va]) ** 2)
+        for a in grid
+    ]
+    best = grid[int(np.argmin(losses))]
+    assert 1e-1 < best < 1e5  # an interior optimum
+    assert best / 1.5 < model.alpha_ < best * 1.5
+    assert model.privacy_spent_ == (np.inf, model.delta_)
+
+
+@pytest.mark.parametrize("start", [20.0, 1e6])
+def test_corrected_sign_moves_towards_the_optimum(start):
+    """The paper's printed closed form ascends; the projected descent step
+    reaches the same optimum from either side."""
+    X, y, _ = linear_data(3000, 10, noise=6.0)
+    model = BilevelRidge(
+        epsilon=np.inf,
+        feature_norm=100.0,
+        target_bound=1e3,
+        alpha_init=start,
+        random_state=3,
+    ).fit(X, y)
+    ref = BilevelRidge(
+        epsilon=np.inf, feature_norm=100.0, target_bound=1e3, random_state=3
+    ).fit(X, y)
+    assert model.alpha_ == pytest.approx(ref.alpha_, rel=0.1)
+    assert model.alpha_path_[0] == pytest.approx(start)
+
+
+def test_non_private_other_solvers_fit_the_training_part():
+    X, y, _ = linear_data(1000, 5, noise=2.0)
+    tr, _ = validation_split(1000, 0)
+    out = BilevelRidge(
+        epsilon=np.inf,
+        feature_norm=100.0,
+        target_bound=1e3,
+        inner_solver="output_perturbation",
+        random_state=0,
+    ).fit(X, y)
+    ref = Ridge(alpha=out.alpha_).fit(X[tr], y[tr])
+    np.testing.assert_allclose(out.coef_, ref.coef_, rtol=1e-8)
+    assert out.intercept_ == pytest.approx(ref.intercept_, rel=1e-8)
+    # DP-Loc-GD (paper's steps 1/(mu (t+1)), averaged) on a well-conditioned
+    # problem: unit rows, penalty fixed by a one-point range.
+    Xs = X[:, :3] / np.linalg.norm(X[:, :3], axis=1)[:, None]
+    alpha = 0.05 * len(tr)
+    loc = BilevelRidge(
+        epsilon=np.inf,
+        feature_norm=1.0,
+        target_bound=40.0,
+        inner_solver="loc_gd",
+        alpha_min=alpha,
+        alpha_max=alpha,
+        max_iter=2,
+        inner_max_iter=300,
+        random_state=0,
+    ).fit(Xs, y)
+    ref = Ridge(alpha=alpha).fit(Xs[tr], y[tr])
+    np.testing.assert_allclose(loc.coef_, ref.coef_, rtol=0.01)
+    assert loc.intercept_ == pytest.approx(ref.intercept_, rel=0.01)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("bounds", [True, False])
+def test_privacy_spent_is_the_request(solver, bounds):
+    X, y, _ = linear_data(1500, 4)
+    kwargs = {"feature_norm": 5.0, "target_bound": 10.0} if bounds else {}
+    model = BilevelRidge(
+        epsilon=0.7, inner_solver=solver, random_state=0, **kwargs, **FAST
+    ).fit(X, y)
+    eps, delta = model.privacy_spent_
+    assert 0.99 * 0.7 <= eps <= 0.7
+    assert delta == model.delta_ == pytest.approx(1500**-1.1)
+    assert np.all(np.isfinite(model.coef_))
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"outer_noise": True},
+        {"refit_share": 0.3},
+        {
+            "outer_noise": True,
+            "refit_share": 0.2,
+            "inner_solver": "output_perturbation",
+        },
+        {"outer_noise": True, "refit_share": 0.2, "inner_solver": "loc_gd"},
+        {"noise_correlation": 0.0, "fit_intercept": False},
+    ],
+)
+def test_options_spend_the_request(options):
+    X, y, _ = linear_data(1500, 4)
+    model = BilevelRidge(
+        epsilon=2.0,
+        feature_norm=5.0,
+        target_bound=10.0,
+        random_state=0,
+        **{**FAST, **options},
+    ).fit(X, y)
+    assert 0.99 * 2.0 <= model.privacy_spent_[0] <= 2.0
+    assert np.all(np.isfinite(model.predict(X)))
+    if not options.get("fit_intercept", True):
+        assert model.intercept_ == 0.0
+
+
+def test_accuracy_improves_with_n():
+    errors = []
+    for n in (2000, 50000):
+        X, y, coef = linear_data(n, 5, noise=1.0, seed=5)
+        model = BilevelRidge(
+            epsilon=1.0, feature_norm=6.0, target_bound=8.0, random_state=1
+        ).fit(X, y)
+        errors.append(np.linalg.norm(model.coef_ - coef))
+    assert errors[1] < 0.5 * errors[0]
+    assert errors[1] < 0.1
+
+
+def test_shared_accountant_and_clone():
+    from sklearn.model_selection import cross_val_score
+
+    X, y, _ = linear_data(1000, 3)
+    acc = PrivacyAccountant(epsilon=2.0, delta=1e-4)
+    est = BilevelRidge(
+        epsilon=1.0,
+        delta=1e-5,
+        feature_norm=5.0,
+        target_bound=10.0,
+        accountant=acc,
+        random_state=0,
+    )
+    cross_val_score(est, X, y, cv=2, error_score="raise")
+    assert len(acc.ledger) == 2
+    with pytest.raises(BudgetExceededError):
+        cross_val_score(est, X, y, cv=5, error_score="raise")
+    # Folds kept spending from the same ledger until it was full; the fit
+    # that would overspend was refused and not recorded.
+    assert 2 < len(acc.ledger) < 7
+    assert acc.spent_epsilon <= 2.0
+
+
+# -- bad input --------------------------------------------------------------------
+
+
+def _fresh():
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-3)
+    est = BilevelRidge(
+        feature_norm=1.0, target_bound=1.0, accountant=acc, random_state=0
+    )
+    return est, acc
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_input_fails_before_any_spending(bad):
+    est, acc = _fresh()
+    X, y, _ = linear_data(50, 3)
+    X[3, 1] = bad
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        est.fit(X, y)
+    X[3, 1] = 0.0
+    y[0] = bad
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        est.fit(X, y)
+    assert acc.ledger == []
+
+
+def test_huge_values_are_clipped():
+    X, y, _ = linear_data(500, 3)
+    X[0] = 1e300
+    y[1] = -1e300
+    model = BilevelRidge(feature_norm=5.0, target_bound=10.0, random_state=0).fit(X, y)
+    assert np.all(np.isfinite(model.coef_)) and np.isfinite(model.intercept_)
+    assert np.all(np.abs(model.predict(X[1:])) < 1e3)
+    # With private bounds the extreme values are clipped as well.
+    model = BilevelRidge(random_state=0).fit(X, y)
+    assert np.isfinite(model.feature_norm_) and model.feature_norm_ < 1e6
+
+
+def test_malformed_inputs_fail_clearly():
+    est, acc = _fresh()
+    X, y, _ = linear_data(40, 3)
+    with pytest.raises(ValueError):
+        est.fit(np.array([["a", "b"], ["c", "d"]]), [1.0, 2.0])
+    with pytest.raises(ValueError):
+        est.fit(np.empty((0, 3)), np.empty(0))
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        est.fit(X[:1], y[:1])
+    with pytest.raises(TypeError, match="sample_weight"):
+        est.fit(X, y, sample_weight=np.ones(40))
+    import scipy.sparse as sp
+
+    with pytest.raises(TypeError, match="[Ss]parse"):
+        est.fit(sp.csr_matrix(X), y)
+    with pytest.raises(ValueError, match="alpha_min"):
+        BilevelRidge(alpha_min=10.0, alpha_max=1.0, accountant=acc).fit(X, y)
+    with pytest.raises(ValueError):
+        BilevelRidge(validation_fraction=1.5).fit(X, y)
+    with pytest.raises(ValueError):
+        BilevelRidge(inner_solver="newton").fit(X, y)
+    assert acc.ledger == []
+    est.fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        est.predict(X[:, :2])
+
+
+def test_friendly_inputs_work():
+    pd = pytest.importorskip("pandas")
+    X, y, _ = linear_data(200, 3)
+    X[:, 1] = 4.0  # a constant feature
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    model = BilevelRidge(feature_norm=8.0, target_bound=10.0, random_state=0)
+    model.fit(frame, pd.Series(y))
+    assert list(model.feature_names_in_) == ["a", "b", "c"]
+    pred32 = model.fit(X.astype(np.float32), y).predict(X.astype(np.float32))
+    assert pred32.dtype == np.float64 and np.all(np.isfinite(pred32))
+    model.fit(X.tolist(), y.tolist())
+    model.fit(X[:2], y[:2])  # two rows: one training, one validation row
+    assert np.all(np.isfinite(model.coef_))
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_plan_does_not_depend_on_the_penalty_range(solver):
+    """The plan is charged before the (possibly private) feature norm that
+    rescales the penalty range is known."""
+    events = [
+        plan_bilevel_ridge(
+            BilevelRidgeSettings(
+                inner_solver=solver, alpha_min=lo, alpha_max=hi, outer_noise=True
+            ),
+            300,
+            200,
+            4,
+            0.5,
+        ).event
+        for lo, hi in ((1e-3, 1e3), (1.0, 1e6), (5.0, 5.0))
+    ]
+    assert events[0] == events[1] == events[2]
+
+
+def test_one_given_end_of_the_range_with_private_bounds():
+    X, y, _ = linear_data(500, 3)
+    model = BilevelRidge(alpha_min=1e9, random_state=0).fit(X, y)
+    assert model.alpha_ == pytest.approx(1e9)
+    model = BilevelRidge(alpha_max=1e-9, random_state=0).fit(X, y)
+    assert model.alpha_ == pytest.approx(1e-9)
+
+
+def test_centering_release_sensitivity_coupled():
+    """Private training means of the iterative solvers: (sum x, sum y) of
+    normalized rows moves by at most 2 sqrt(2), attained by opposite records."""
+    from skdp.solvers.bilevel_ridge import _centering
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(20, 3))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    y = rng.uniform(-1, 1, size=20)
+    X2, y2 = X.copy(), y.copy()
+    X[0], y[0] = np.array([1.0, 0.0, 0.0]), 1.0
+    X2[0], y2[0] = -X[0], -1.0
+    s = BilevelRidgeSettings(inner_solver="output_perturbation")
+    plan = plan_bilevel_ridge(s, 20, 10, 3, math.inf)  # no noise: pre-noise sums
+    (m1, b1), (m2, b2) = (
+        _centering(Xp, yp, plan, np.random.default_rng(0))
+        for Xp, yp in ((X, y), (X2, y2))
+    )
+    shift = 20 * math.hypot(np.linalg.norm(m1 - m2), b1 - b2)
+    assert shift == pytest.approx(2 * math.sqrt(2))
+    noisy = plan_bilevel_ridge(s, 20, 10, 3, 1.0)
+    sens = 2 * math.sqrt(2)
+    assert noisy.stds["centering"] == pytest.approx(sens / math.sqrt(0.05))
