@@ -20,7 +20,6 @@ from ..base import PrivateEstimatorMixin
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
 from ..privacy import ComposedDpEvent, gdp_mu
 from ..solvers.heavy_tailed_bounds import scales_needed
-from ..solvers.heavy_tailed_common import fast_row_norms
 from ..solvers.heavy_tailed_gd import practical_step_size
 from ..solvers.heavy_tailed_known_lipschitz import (
     known_lipschitz,
@@ -35,7 +34,7 @@ from ..solvers.heavy_tailed_onepass import (
     onepass_clipped_dp_sgd,
     paper_onepass_parameters,
 )
-from ..utils import add_intercept_column, clip_rows
+from ..utils import add_intercept_column, clip_rows, safe_row_norms
 
 __all__ = ["HeavyTailedLinearRegression", "HeavyTailedLogisticRegression"]
 
@@ -82,7 +81,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         """Public per-record maps: feature-norm clip, then the intercept column."""
         X = np.asarray(X, dtype=np.float64)
         if self.feature_norm is not None:
-            X = clip_rows(X, float(self.feature_norm), fast_row_norms(X))
+            X = clip_rows(X, float(self.feature_norm), safe_row_norms(X))
         if self.fit_intercept:
             # a public constant feature: centring would need the data's mean
             X = add_intercept_column(X, 1.0)
@@ -147,7 +146,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         """Run the solver; returns ``(w, info)`` with private releases only."""
         n, d = X.shape
         radius = self._radius()
-        row_norms = fast_row_norms(X)
+        row_norms = safe_row_norms(X)
         k = int(self.k)
         if self.solver == "known_lipschitz":
             truncation = clip = None

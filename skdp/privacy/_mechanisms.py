@@ -156,9 +156,9 @@ def private_quantile(values, quantile, epsilon, *, bounds, rng, log_scale=False)
 
     References
     ----------
-    - Smith, "Privacy-preserving statistical estimation with optimal convergence
-    - rates", STOC 2011. Gillenwater, Joseph and Kulesza, "Differentially private
-    - quantiles", ICML 2021.
+    - Smith, "Privacy-preserving statistical estimation with optimal convergence rates",
+      STOC 2011.
+    - Gillenwater, Joseph and Kulesza, "Differentially private quantiles", ICML 2021.
 
     Examples
     --------
@@ -271,15 +271,15 @@ def noisy_histogram(labels, categories, noise_multiplier, *, rng):
     """
     categories = np.asarray(categories)
     labels = np.asarray(labels)
-    index = {c: i for i, c in enumerate(categories.tolist())}
-    try:
-        codes = np.fromiter(
-            (index[v] for v in labels.tolist()), dtype=int, count=labels.size
-        )
-    except KeyError as exc:
-        raise ValueError(
-            f"Label {exc.args[0]!r} is not among the declared categories."
-        ) from None
+    # Vectorised lookup: sort the declared categories, then binary search.
+    order = np.argsort(categories, kind="stable")
+    pos = np.searchsorted(categories[order], labels)
+    pos = np.minimum(pos, len(categories) - 1)
+    found = categories[order][pos] == labels
+    if not np.all(found):
+        bad = labels[~found][0]
+        raise ValueError(f"Label {bad!r} is not among the declared categories.")
+    codes = order[pos]
     counts = np.bincount(codes, minlength=len(categories)).astype(float)
     return counts + gaussian_noise(rng, noise_multiplier * math.sqrt(2.0), counts.shape)
 

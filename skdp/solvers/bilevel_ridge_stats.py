@@ -173,7 +173,13 @@ class RidgeStatistics:
         intercept : float
         """
         d = self.cross.shape[0]
-        coef = np.linalg.solve(self.scatter + penalty * np.eye(d), self.cross)
+        system = self.scatter + penalty * np.eye(d)
+        try:
+            coef = np.linalg.solve(system, self.cross)
+        except np.linalg.LinAlgError:
+            # A PSD-projected noisy scatter can be singular when the penalty
+            # is tiny: take the minimum-norm solution (post-processing).
+            coef = np.linalg.lstsq(system, self.cross, rcond=None)[0]
         intercept = self.mean_y - self.mean_x @ coef if self.fit_intercept else 0.0
         return coef, float(intercept)
 

@@ -5,9 +5,8 @@
   composition of full-batch Gaussian steps is ``sqrt(sum (1/z)**2)``-GDP).
 - :func:`row_lipschitz_bounds` gives the per-row Lipschitz bounds of
   Assumption 2 (known Lipschitz) for linear models on a ball.
-- :func:`loss_code`, :func:`safe_derivatives`, :func:`fast_row_norms`:
-  small numerical helpers (kernel codes, non-finite derivatives, fast
-  overflow-safe row norms).
+- :func:`loss_code`, :func:`safe_derivatives`: small numerical helpers
+  (kernel codes, non-finite derivatives).
 
 Private bounds (quantiles, scales, clip levels) live in
 :mod:`skdp.solvers.heavy_tailed_bounds`.
@@ -18,14 +17,12 @@ import math
 import numpy as np
 
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
-from ..utils import safe_row_norms
 
 __all__ = [
     "split_gdp",
     "row_lipschitz_bounds",
     "loss_code",
     "safe_derivatives",
-    "fast_row_norms",
 ]
 
 
@@ -168,33 +165,3 @@ def row_lipschitz_bounds(loss, row_norms, y, radius):
         return row_norms.copy()
     with np.errstate(over="ignore"):
         return row_norms * (radius * row_norms + np.abs(np.asarray(y, dtype=float)))
-
-
-def fast_row_norms(X):
-    """Row norms, fast for ordinary data and overflow-safe for extreme rows.
-
-    ``sqrt(sum x**2)`` in one pass; rows whose result is not finite, or so
-    large or so small that squaring may have overflowed or underflowed, are
-    recomputed with :func:`skdp.utils.safe_row_norms`.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n, d)
-
-    Returns
-    -------
-    ndarray of shape (n,)
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> fast_row_norms(np.array([[3.0, 4.0], [1e300, 1e300]]))
-    array([5.00000000e+000, 1.41421356e+300])
-    """
-    X = np.asarray(X, dtype=float)
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-    bad = ~np.isfinite(norms) | (norms > 1e150) | (norms < 1e-150)
-    if np.any(bad):
-        norms[bad] = safe_row_norms(X[bad])
-    return norms

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..privacy import ComposedDpEvent, gaussian_noise, gaussian_steps
+from ..utils import safe_row_norms
 from .heavy_tailed_bounds import (
     BISECTION_STEPS,
     DEFAULT_TARGET,
@@ -25,7 +26,6 @@ from .heavy_tailed_bounds import (
     tail_fraction,
 )
 from .heavy_tailed_common import (
-    fast_row_norms,
     safe_derivatives,
     split_gdp,
 )
@@ -329,7 +329,7 @@ def clipped_dp_gd(
     """
     n, d = X.shape
     if row_norms is None:
-        row_norms = fast_row_norms(X)
+        row_norms = safe_row_norms(X)
     center = np.zeros(d) if center is None else np.asarray(center, dtype=float)
     w = center.copy() if w0 is None else np.asarray(w0, dtype=float).copy()
     w = _project(w, center, radius)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..losses import LogisticLoss, SquaredLoss
 from ..privacy import ComposedDpEvent, gaussian_steps
+from ..utils import safe_row_norms
 from .heavy_tailed_bounds import (
     DEFAULT_TARGET,
     RANGE_STEPS,
@@ -26,7 +27,6 @@ from .heavy_tailed_bounds import (
     scales_estimable,
 )
 from .heavy_tailed_common import (
-    fast_row_norms,
     row_lipschitz_bounds,
     split_gdp,
 )
@@ -255,7 +255,7 @@ def known_lipschitz(
     """
     n, d = X.shape
     if row_norms is None:
-        row_norms = fast_row_norms(X)
+        row_norms = safe_row_norms(X)
     bounds = row_lipschitz_bounds(loss, row_norms, y, radius)
     # with radius=inf the squared-loss "bounds" are only a ranking
     is_lipschitz = not (math.isinf(radius) and isinstance(loss, SquaredLoss))

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..privacy import ComposedDpEvent, ParallelDpEvent, gaussian_steps
+from ..utils import safe_row_norms
 from .heavy_tailed_bounds import (
     RANGE_STEPS,
     clip_search_range,
@@ -33,7 +34,6 @@ from .heavy_tailed_bounds import (
     scales_needed,
 )
 from .heavy_tailed_common import (
-    fast_row_norms,
     split_gdp,
 )
 from .heavy_tailed_gd import clipped_dp_gd, make_full_batch_plan
@@ -322,7 +322,7 @@ def localized_dp_sgd(
     X = np.asarray(X, dtype=float)
     n, d = X.shape
     if row_norms is None:
-        row_norms = fast_row_norms(X)
+        row_norms = safe_row_norms(X)
     if order is None:
         order = rng.permutation(n)
     curv = float(loss.curvature_bound)

@@ -33,6 +33,7 @@ from ..privacy import (
     gaussian_noise,
     gaussian_steps,
 )
+from ..utils import safe_row_norms
 from .heavy_tailed_bounds import (
     BISECTION_STEPS,
     DEFAULT_TARGET,
@@ -47,7 +48,6 @@ from .heavy_tailed_bounds import (
     tail_fraction,
 )
 from .heavy_tailed_common import (
-    fast_row_norms,
     loss_code,
     safe_derivatives,
     split_gdp,
@@ -348,7 +348,7 @@ def onepass_clipped_dp_sgd(
     y = np.ascontiguousarray(y, dtype=float)
     n, d = X.shape
     if row_norms is None:
-        row_norms = fast_row_norms(X)
+        row_norms = safe_row_norms(X)
     if order is None:
         order = rng.permutation(n)
     order = np.ascontiguousarray(order, dtype=np.int64)

@@ -39,9 +39,18 @@ def safe_row_norms(X):
     X = np.asarray(X, dtype=float)
     if X.ndim == 1:
         X = X[:, None]
-    scale = np.max(np.abs(X), axis=1) if X.shape[1] else np.zeros(X.shape[0])
-    safe = np.where(scale > 0, scale, 1.0)
-    return scale * np.sqrt(np.einsum("ij,ij->i", X / safe[:, None], X / safe[:, None]))
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    # Only rows whose squares may have overflowed or underflowed need
+    # rescaling; keep the one-pass result for the rest.
+    redo = ~np.isfinite(norms) | (norms > 1e150) | (norms < 1e-150)
+    if np.any(redo):
+        R = X[redo]
+        scale = np.max(np.abs(R), axis=1)
+        safe = np.where((scale > 0) & np.isfinite(scale), scale, 1.0)
+        Rs = R / safe[:, None]
+        norms[redo] = safe * np.sqrt(np.einsum("ij,ij->i", Rs, Rs))
+    return norms
 
 
 def clip_rows(X, max_norm, row_norms=None):
