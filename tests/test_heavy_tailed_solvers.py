@@ -328,15 +328,19 @@ def test_tiny_data_uses_public_scales_and_spends_nothing_on_them(monkeypatch):
     n, d = 40, 3
     X = rng.normal(size=(n, d))
     y = X @ np.ones(d) + rng.normal(size=n)
-    plan = kl.make_known_lipschitz_plan(gdp_mu(1.0, 1e-3), n, d, 10, n_scales=3)
+    plan = kl.make_known_lipschitz_plan(
+        gdp_mu(1.0, 1e-3), n, d + 1, 10, n_scales=3, feature_scale=True
+    )
     assert plan.default_scales and plan.n_scales == 0 and plan.gd.checkpoints == ()
+    assert not plan.feature_scale  # public feature scale 1 as well
     assert gdp_mu_of(plan.event) == pytest.approx(gdp_mu(1.0, 1e-3))
     res = kl.known_lipschitz(
-        X, y, SquaredLoss(), plan, rng, step_size=0.5, intercept_index=d - 1
+        X, y, SquaredLoss(), plan, rng, step_size=0.5, fit_intercept=True
     )
-    assert all(size == d for _, size in rec.calls)  # only gradient noise
+    assert all(size == d + 1 for _, size in rec.calls)  # only gradient noise
     assert len(rec.calls) == 10
-    B, _ = bounds.default_scales(d, SquaredLoss())
+    assert res.extra["feature_scale"] == 1.0
+    B, _ = bounds.default_scales(d + 1, SquaredLoss())
     assert res.extra["truncation"] == pytest.approx(B * bounds.UNRELIABLE_SLACK)
 
 

@@ -34,7 +34,7 @@ from ..solvers.heavy_tailed_onepass import (
     onepass_clipped_dp_sgd,
     paper_onepass_parameters,
 )
-from ..utils import add_intercept_column, clip_rows, safe_row_norms
+from ..utils import clip_rows, safe_row_norms
 
 __all__ = ["HeavyTailedLinearRegression", "HeavyTailedLogisticRegression"]
 
@@ -78,14 +78,30 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         return practical_step_size(loss.curvature_bound, clip_fraction)
 
     def _prepare_X(self, X):
-        """Public per-record maps: feature-norm clip, then the intercept column."""
+        """Public per-record map: the feature-norm clip.
+
+        The solver appends the intercept column itself (its value is the
+        private feature scale, see ``_scaled_intercept``).
+        """
         X = np.asarray(X, dtype=np.float64)
         if self.feature_norm is not None:
             X = clip_rows(X, float(self.feature_norm), safe_row_norms(X))
-        if self.fit_intercept:
-            # a public constant feature: centring would need the data's mean
-            X = add_intercept_column(X, 1.0)
         return np.ascontiguousarray(X)
+
+    def _feature_scale(self):
+        """Whether the fit releases the private feature scale.
+
+        Needed when the step size is a default (it is divided by ``s**2``);
+        the paper's ``onepass`` schedule with a public ``G_k`` sets its own.
+        """
+        if self.step_size is not None:
+            return False
+        return not (self.solver == "onepass" and self.G_k is not None)
+
+    def _scaled_intercept(self):
+        """Intercept column ``s`` (private units) unless public constants
+        (``radius``, ``G_k``) refer to the documented constant column 1."""
+        return self.radius is None and self.G_k is None
 
     # -- plan -----------------------------------------------------------------
     def _make_plan(self, n, d, mu, loss):
@@ -112,6 +128,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 d,
                 self.max_iter,
                 n_scales=n_scales,
+                feature_scale=self._feature_scale(),
                 adaptive_clip=adaptive,
                 bound_share=self.bound_share,
             )
@@ -127,6 +144,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 n,
                 d,
                 n_scales=n_scales,
+                feature_scale=self._feature_scale(),
                 adaptive_clip=adaptive,
                 bound_share=self.bound_share,
             )
@@ -137,6 +155,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
             self.max_iter,
             n_splits=self.n_splits,
             n_scales=n_scales,
+            feature_scale=self._feature_scale(),
             adaptive_clip=adaptive,
             bound_share=self.bound_share,
         )
@@ -144,9 +163,14 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
     # -- solve ----------------------------------------------------------------
     def _solve(self, plan, X, y, loss, loss_name, mu, rng):
         """Run the solver; returns ``(w, info)`` with private releases only."""
-        n, d = X.shape
+        n = X.shape[0]
+        d = X.shape[1] + int(self.fit_intercept)
         radius = self._radius()
         row_norms = safe_row_norms(X)
+        units = dict(
+            fit_intercept=self.fit_intercept,
+            scaled_intercept=self._scaled_intercept(),
+        )
         k = int(self.k)
         if self.solver == "known_lipschitz":
             truncation = clip = None
@@ -167,13 +191,14 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 clip=clip,
                 radius=radius,
                 row_norms=row_norms,
-                intercept_index=d - 1 if self.fit_intercept else None,
+                **units,
             )
             info = {
                 "n_iter": res.n_iter,
                 "clip_thresholds": res.clip_levels,
                 "step_sizes": res.step_sizes,
                 "truncation_threshold": res.extra["truncation"],
+                "feature_scale": res.extra["feature_scale"],
             }
             return res.coef, info
         if self.solver == "onepass":
@@ -206,12 +231,14 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 row_norms=row_norms,
                 step_decay=decay,
                 tail_average=tail,
+                **units,
             )
             info = {
                 "n_iter": res.n_iter,
                 "clip_thresholds": res.clip_levels,
                 "step_sizes": res.step_sizes,
                 "row_caps": res.row_caps,
+                "feature_scale": res.feature_scale,
             }
             return res.coef, info
         clip = None
@@ -235,12 +262,14 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
             radius=radius,
             localization_radius=loc_radius,
             row_norms=row_norms,
+            **units,
         )
         info = {
             "n_iter": res.n_iter,
             "clip_thresholds": res.clip_levels,
             "step_sizes": res.step_sizes,
             "regularization": res.regs,
+            "feature_scale": res.feature_scale,
         }
         return res.coef, info
 
@@ -256,7 +285,8 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         self.delta_, rng = self._begin_private_fit(n)
         Xp = self._prepare_X(X)
         mu = self._budget(len(targets))
-        plans = [self._make_plan(n, Xp.shape[1], mu, loss) for _ in targets]
+        d = Xp.shape[1] + int(self.fit_intercept)
+        plans = [self._make_plan(n, d, mu, loss) for _ in targets]
         event = (
             plans[0].event
             if len(plans) == 1
@@ -285,6 +315,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         self.n_iter_ = int(max(i["n_iter"] for i in infos))
         self.clip_thresholds_ = pick("clip_thresholds")
         self.step_sizes_ = pick("step_sizes")
+        self.feature_scale_ = pick("feature_scale")
         if self.solver == "known_lipschitz":
             self.truncation_threshold_ = pick("truncation_threshold")
 
@@ -326,8 +357,11 @@ _COMMON_DOC = """
     delta : float, default=None
         ``None`` resolves to ``n_samples ** -1.1`` in ``delta_``.
     fit_intercept : bool, default=True
-        Fit an intercept through a public constant feature equal to 1
-        (appended to every row, so it counts in row norms and clipping).
+        Fit an intercept through a constant feature appended to every row
+        (so it counts in row norms and clipping). Its value is the private
+        feature scale ``s`` (see Notes), so that the intercept is as well
+        conditioned as the coefficients in any units; it is 1 when ``radius``
+        or ``G_k`` is given (those public constants refer to that column).
         Centring the data would need its private mean, so it is not done;
         instead (``known_lipschitz`` regression) the intercept starts at a
         private median of ``y``, paid from ``bound_share``.
@@ -354,12 +388,14 @@ _COMMON_DOC = """
         Gradient steps of each full-batch run (``known_lipschitz``, and each
         chunk of ``localized``). Noise is calibrated to this number.
     step_size : float, default=None
-        Full-batch step. Default (for standardized features):
-        ``max(0.25, min(1, sqrt(0.006 / p)) / curvature)`` with ``p`` the
-        planned clipped fraction, i.e. ``1 / curvature`` when the noise is
-        small and smaller steps (more averaging) when it dominates. For
-        ``onepass``, the first-phase step (default
-        ``min(0.5, 0.06 / sqrt(n)) / curvature``; later phases halve it).
+        Full-batch step, in the units of the data (used as given, and no
+        feature scale is released). Default:
+        ``max(0.25, min(1, sqrt(0.006 / p))) / (curvature s**2)`` with ``p``
+        the planned clipped fraction and ``s`` the private feature scale
+        (see Notes), i.e. ``1 / L`` when the noise is small and smaller
+        steps (more averaging) when it dominates. For ``onepass``, the
+        first-phase step (default ``min(0.5, 0.06 / sqrt(n)) / (curvature
+        s**2)``; later phases halve it).
     n_splits : int, default=3
         Chunks per phase of ``localized`` (the paper's ``J``).
     bound_share : float, default=0.1
@@ -383,15 +419,16 @@ _COMMON_NOTES = """
     phases/chunks, each with the whole budget.
 
     Budget shares (of ``mu**2``) with the default ``bound_share=0.1``: 2% on
-    scale quantiles over all records (a high quantile of the row norms for
-    Algorithm 4's truncation and the clip search range; of ``|y|`` for the
-    squared loss; the median of ``y`` that warm-starts the intercept), 8%
+    scale quantiles over all records (the feature scale ``s``; a high
+    quantile of the row norms for Algorithm 4's truncation and the clip
+    search range; of ``|y|`` for the squared loss; the median of ``y`` that
+    warm-starts the intercept), 8%
     on the clip levels (``known_lipschitz``: re-estimated at steps 0, 1, 3,
     7, 15; ``onepass``/``localized``: once per phase/chunk), 90% on the
     gradient releases. A search that ``n`` records cannot support is
     skipped by a public rule and its share goes to the gradients; with very
     few records the scales fall back to public defaults for standardized
-    data (row norm ``2 sqrt(d)``, ``|y| <= 3``).
+    data (row norm ``2 sqrt(d)``, ``|y| <= 3``, ``s = 1``).
 
     The clipped fraction of per-sample gradients is
     ``min(0.7, 6 z sqrt(d) / n)`` with ``z`` the noise multiplier of a
@@ -404,9 +441,25 @@ _COMMON_NOTES = """
     at most ``sqrt(2 / (curvature * eta_i))`` so that ``eta_i beta_row <= 2``
     holds for every possible row, which Theorem 4's privacy proof needs.
 
-    The defaults assume standardized features: step sizes are ``1 / L``
-    for unit-variance features, and a divergence guard halves them if the
-    released gradients grow (post-processing).
+    Units. The data need not be standardized (under DP their mean and
+    variance are not free). The **feature scale** ``s`` is a private
+    release: the median of the feature row norms (a noisy bisection of 10
+    counts, from the scale share above) divided by the median norm of a
+    standard Gaussian vector of the same dimension, so ``s ~ 1`` on
+    standardized features and ``s`` scales with them. Everything scale
+    dependent is a public rule of ``s`` and of the other private quantiles
+    (post-processing): default steps are divided by ``s**2`` (the loss's
+    curvature grows like ``s**2``), the ``localized`` regularisation is
+    multiplied by it, the intercept column is ``s``; clip levels, truncation
+    levels and their search ranges are private quantiles of the data's own
+    norms (and of ``|y|``), so they follow any scale of the features and
+    targets. The fit is then close to invariant to the units of ``X`` and
+    ``y`` (``benchmarks/results/heavy_tailed.md``, section "Scale
+    robustness"). One scale cannot fix columns in very different units or
+    features with a large common offset (uncentred): standardize those with
+    public constants (known ranges) if you can. A divergence guard
+    (post-processing) cuts the step, and restarts from the best recent
+    point, whenever the released gradients grow.
 
     Floating-point Gaussian sampling is not exactly DP (Mironov 2012).
 """
@@ -448,6 +501,10 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
     truncation_threshold_ : float
         ``known_lipschitz`` only: rows with a larger per-row Lipschitz bound
         were replaced by the zero function.
+    feature_scale_ : float
+        Private feature scale ``s`` the default steps and the intercept
+        column used (1 when not released: a given ``step_size``, or too few
+        records).
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined only when ``X`` has string feature names.
@@ -593,6 +650,8 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
     step_sizes_ : ndarray or list of ndarray
     truncation_threshold_ : float or list of float
         ``known_lipschitz`` only.
+    feature_scale_ : float or list of float
+        Private feature scale ``s`` (1 when not released).
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
 

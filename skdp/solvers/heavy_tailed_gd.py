@@ -80,14 +80,16 @@ def checkpoint_schedule(n_steps):
 
 
 def practical_step_size(curvature, clip_fraction):
-    """Default full-batch step for standardized features (public rule).
+    """Default full-batch step for features of unit scale (public rule).
 
     ``max(0.25, min(1, sqrt(0.006 / p)) / curvature)``: the classical
     ``1 / L`` step when the planned clipped fraction ``p`` is small (little
     noise), and a smaller step, hence more averaging of the noise, when ``p``
     is large (noise dominates). Measured on the benchmark's synthetic data
-    (see ``benchmarks/results/heavy_tailed.md``); the divergence guard of
-    :func:`clipped_dp_gd` halves it if the data are worse conditioned.
+    (see ``benchmarks/results/heavy_tailed.md``). The solvers divide it by
+    ``s**2``, ``s`` the private feature scale
+    (:mod:`~skdp.solvers.heavy_tailed_units`), and the divergence guard of
+    :func:`clipped_dp_gd` cuts it if the data are worse conditioned.
 
     Parameters
     ----------
@@ -277,10 +279,12 @@ def clipped_dp_gd(
     ``plan.event``. ``n`` is public.
 
     Practical choices (not from the paper, all post-processing): a constant
-    step ``step_size`` halved whenever a released gradient grows by more than
-    1.5x while being well above its noise level (divergence guard), and the
-    average of the iterates of the second half of the run (the paper uses
-    weights ``t + 4`` with steps ``4 / (lambda (t + 1))``).
+    step ``step_size``, cut whenever a released gradient, well above its
+    noise level, is more than 1.5x the previous one or the smallest one since
+    the clip level last changed (divergence guard: the run restarts from that
+    best point with the step divided by the last growth factor, at least
+    2), and the average of the iterates of the second half of the run (the
+    paper uses weights ``t + 4`` with steps ``4 / (lambda (t + 1))``).
 
     Parameters
     ----------
@@ -355,11 +359,16 @@ def clipped_dp_gd(
     acc = np.zeros(d)
     n_avg = 0
     first_avg = T // 2
-    prev = None  # (point, released data gradient, norm of the full gradient)
+    # divergence guard state: the last accepted point and the accepted point
+    # with the smallest gradient since the clip level last changed, each as
+    # (point, released data gradient, norm of the full gradient)
+    prev = best = None
     X = np.ascontiguousarray(X, dtype=float)
     y = np.ascontiguousarray(y, dtype=float)
     for t in range(T):
         if t in checkpoints:
+            best = None  # gradient norms at different clip levels differ
+
             with np.errstate(over="ignore", invalid="ignore"):
                 g = safe_derivatives(loss, X @ w, y)
                 norms = np.abs(g) * row_norms
@@ -383,17 +392,24 @@ def clipped_dp_gd(
         clip_levels[t] = C
         gnorm = float(np.linalg.norm(data_grad + reg * (w - center)))
         noise_norm = 2.0 * C * plan.z_grad * math.sqrt(d) / n
-        if (
-            prev is not None
-            and gnorm > _GUARD_GROWTH * prev[2]
-            and gnorm > _GUARD_NOISE_FLOOR * noise_norm
-        ):
-            # divergence guard (post-processing): back to the previous point
-            # with half the step, using the gradient already released there
-            lr *= 0.5
-            w = _prox_step(prev[0], prev[1], lr, reg, center, radius)
+        diverging = prev is not None and gnorm > _GUARD_NOISE_FLOOR * noise_norm
+        diverging = diverging and (
+            gnorm > _GUARD_GROWTH * prev[2]  # one step blew up
+            or (best is not None and gnorm > _GUARD_GROWTH * best[2])  # creeping up
+        )
+        if diverging:
+            # divergence guard (post-processing): back to the best recent
+            # point, using the gradient already released there, with the step
+            # cut by the last growth factor (at least halved): a quadratic
+            # whose step overshoots by eta * L = k grows by k - 1 per step
+            lr *= min(0.5, prev[2] / gnorm)
+            back = best if best is not None else prev
+            w = _prox_step(back[0], back[1], lr, reg, center, radius)
+            prev = back
         else:
             prev = (w, data_grad, gnorm)
+            if best is None or gnorm < best[2]:
+                best = prev
             w = _prox_step(w, data_grad, lr, reg, center, radius)
         step_sizes[t] = lr
         if t >= first_avg:

@@ -14,7 +14,6 @@ import numpy as np
 
 from ..losses import LogisticLoss, SquaredLoss
 from ..privacy import ComposedDpEvent, gaussian_steps
-from ..utils import safe_row_norms
 from .heavy_tailed_bounds import (
     DEFAULT_TARGET,
     RANGE_STEPS,
@@ -31,6 +30,7 @@ from .heavy_tailed_common import (
     split_gdp,
 )
 from .heavy_tailed_gd import FullBatchPlan, clipped_dp_gd, make_full_batch_plan
+from .heavy_tailed_units import private_design
 
 __all__ = [
     "KnownLipschitzPlan",
@@ -51,15 +51,20 @@ class KnownLipschitzPlan:
     ----------
     gd : FullBatchPlan
     n_scales : int
-        Private scale quantiles over all records (truncation level, and the
-        target scale for the squared loss without a radius); 0 if public.
+        Private scale quantiles over all records (the feature scale of
+        :mod:`~skdp.solvers.heavy_tailed_units`, the truncation level, the
+        target scale for the squared loss without a radius, the target
+        median); 0 if all public.
     z_scale : float
         Multiplier of their counts.
     trunc_fraction : float
         Fraction of rows the truncation level aims to drop.
     default_scales : bool
         Too few records for private scales: public defaults for
-        standardized data (:func:`default_scales`) are used instead.
+        standardized data (:func:`default_scales`, feature scale 1) are
+        used instead.
+    feature_scale : bool
+        Whether one of the ``n_scales`` quantiles is the feature scale.
     """
 
     gd: FullBatchPlan
@@ -67,6 +72,7 @@ class KnownLipschitzPlan:
     z_scale: float = math.inf
     trunc_fraction: float = 0.0
     default_scales: bool = False
+    feature_scale: bool = False
 
     @property
     def event(self):
@@ -84,15 +90,16 @@ def make_known_lipschitz_plan(
     n_steps,
     *,
     n_scales=1,
+    feature_scale=False,
     adaptive_clip=True,
     bound_share=0.1,
     target=DEFAULT_TARGET,
 ):
     """Budget split of Algorithm 4 + DP-GD (shares of ``mu**2``).
 
-    A fifth of ``bound_share`` pays for the ``n_scales`` scale quantiles
-    (truncation level and, if needed, target scale), the rest for the clip
-    levels; the remainder pays for the gradients.
+    A fifth of ``bound_share`` pays for the scale quantiles (feature scale,
+    truncation level and, if needed, target scale and median), the rest for
+    the clip levels; the remainder pays for the gradients.
 
     Parameters
     ----------
@@ -100,7 +107,12 @@ def make_known_lipschitz_plan(
     n, d : int
     n_steps : int
     n_scales : int, default=1
-        0 when the truncation level and clip level are public.
+        Scale quantiles other than the feature scale
+        (:func:`known_lipschitz_scales`); 0 when the truncation level and
+        clip level are public.
+    feature_scale : bool, default=False
+        Also release the feature scale (default step sizes and the
+        intercept column adapt to it).
     adaptive_clip : bool, default=True
     bound_share : float, default=0.1
     target : QuantileTarget, optional
@@ -117,12 +129,14 @@ def make_known_lipschitz_plan(
     >>> round(gdp_mu_of(plan.event), 6)
     0.3
     """
+    n_scales = int(n_scales) + bool(feature_scale)
     scale_share = 0.2 * bound_share if n_scales else 0.0
     use_defaults = False
     if n_scales:
         (z_scale,) = split_gdp(mu, [(n_scales * RANGE_STEPS, scale_share)])
         if not scales_estimable(n, z_scale):
             use_defaults, n_scales, scale_share = True, 0, 0.0
+            feature_scale = False
     clip_share = bound_share - scale_share
     gd = make_full_batch_plan(
         mu,
@@ -137,7 +151,9 @@ def make_known_lipschitz_plan(
     if not n_scales:
         return KnownLipschitzPlan(gd, default_scales=use_defaults)
     trunc = min(_MAX_TRUNC_FRACTION, gd.clip_fraction / 4.0)
-    return KnownLipschitzPlan(gd, n_scales, z_scale, trunc)
+    return KnownLipschitzPlan(
+        gd, n_scales, z_scale, trunc, feature_scale=bool(feature_scale)
+    )
 
 
 def known_lipschitz_scales(
@@ -191,11 +207,17 @@ def known_lipschitz(
     clip=None,
     radius=math.inf,
     row_norms=None,
-    intercept_index=None,
+    fit_intercept=False,
+    scaled_intercept=True,
 ):
     """Algorithm 4 (KnownLipReduction) followed by clipped DP-GD.
 
-    1. Per-row Lipschitz bounds ``L_i`` (:func:`row_lipschitz_bounds`).
+    0. Units (:mod:`~skdp.solvers.heavy_tailed_units`): if
+       ``plan.feature_scale``, the private feature scale ``s`` (else 1);
+       the step is ``step_size / s**2`` and, with ``fit_intercept``, the
+       intercept column is ``s`` (``scaled_intercept``) or 1.
+    1. Per-row Lipschitz bounds ``L_i`` (:func:`row_lipschitz_bounds`) of
+       the rows with their intercept column.
     2. Truncation level ``C``: ``truncation`` if given (public, e.g. the
        paper's ``G_k (n sqrt(rho) / sqrt(d))**(1/k)``), else the private
        ``1 - plan.trunc_fraction`` quantile of ``L_i`` (at most 1% of the
@@ -214,28 +236,36 @@ def known_lipschitz(
     Parameters
     ----------
     X : ndarray of shape (n, d)
+        Features, without an intercept column.
     y : ndarray of shape (n,)
     loss : _GLMLoss
     plan : KnownLipschitzPlan
     rng : numpy.random.Generator
     step_size : float
+        Step for features of unit scale; divided by ``s**2``.
     truncation : float, optional
     clip : float, optional
         Public clip level (default: private, adaptive).
     radius : float, default=inf
-        Domain radius; iterates are projected on ``B(0, radius)``.
+        Domain radius; iterates (coefficients and intercept coefficient)
+        are projected on ``B(0, radius)``.
     row_norms : ndarray of shape (n,), optional
-    intercept_index : int, optional
-        Column holding a public constant 1. For regression losses with a
-        private clip level, the run starts with that coefficient at a
-        private median of ``y`` (found in ``[-Y, Y]`` with ``Y`` the private
-        target scale): heavy clipping makes a far-off intercept slow to
-        reach, and the warm start costs one more scale quantile.
+        Norms of the rows of ``X``.
+    fit_intercept : bool, default=False
+        Append a constant intercept column. For regression losses with a
+        private clip level, the run starts with the intercept at a private
+        median of ``y`` (found in ``[-Y, Y]`` with ``Y`` the private target
+        scale): heavy clipping makes a far-off intercept slow to reach, and
+        the warm start costs one more scale quantile.
+    scaled_intercept : bool, default=True
+        The intercept column is the feature scale ``s`` rather than 1.
 
     Returns
     -------
     GDResult
-        ``extra["truncation"]`` holds the truncation level (private).
+        ``coef`` has the intercept (in the units of ``y``) last if
+        ``fit_intercept``. ``extra`` holds the ``"truncation"`` level and
+        the ``"feature_scale"`` ``s`` (private releases).
 
     References
     ----------
@@ -248,21 +278,32 @@ def known_lipschitz(
     >>> from skdp.losses import LogisticLoss
     >>> rng = np.random.default_rng(0)
     >>> X = rng.standard_t(5, size=(2000, 3)); y = np.sign(X[:, 0] + 0.1)
-    >>> plan = make_known_lipschitz_plan(1.0, 2000, 3, 30)
+    >>> plan = make_known_lipschitz_plan(1.0, 2000, 3, 30, feature_scale=True)
     >>> res = known_lipschitz(X, y, LogisticLoss(), plan, rng, step_size=1.0)
     >>> bool(res.coef[0] > 1.0)
     True
     """
+    warm = _warm_start_intercept(loss, fit_intercept, clip is not None)
+    is_lipschitz = not (math.isinf(radius) and isinstance(loss, SquaredLoss))
+    need_target = (clip is None and not is_lipschitz) or warm
+    needed = (truncation is None) + need_target + warm + plan.feature_scale
+    if not plan.default_scales and plan.n_scales != needed:
+        raise ValueError(
+            "The plan does not pay for the scale quantiles this run needs."
+        )
+    design = private_design(
+        X,
+        rng,
+        z_scale=plan.z_scale if plan.feature_scale else None,
+        fit_intercept=fit_intercept,
+        scaled_intercept=scaled_intercept,
+        row_norms=row_norms,
+    )
+    X, row_norms = design.X, design.row_norms
     n, d = X.shape
-    if row_norms is None:
-        row_norms = safe_row_norms(X)
     bounds = row_lipschitz_bounds(loss, row_norms, y, radius)
     # with radius=inf the squared-loss "bounds" are only a ranking
-    is_lipschitz = not (math.isinf(radius) and isinstance(loss, SquaredLoss))
     tail = 0.0 if plan.z_scale == 0 else plan.trunc_fraction
-    warm = _warm_start_intercept(loss, intercept_index is not None, clip is not None)
-    need_target = (clip is None and not is_lipschitz) or warm
-    needed = (truncation is None) + need_target + warm
     target = None
     w0 = np.zeros(d)
     if plan.default_scales:
@@ -273,17 +314,14 @@ def known_lipschitz(
                 loss, np.array([B]), np.array([target or 0.0]), radius
             )
             truncation = float(ref[0]) * UNRELIABLE_SLACK
-    elif plan.n_scales != needed:
-        raise ValueError(
-            "The plan does not pay for the scale quantiles this run needs."
-        )
     else:
         if truncation is None:
             truncation = scale_quantile(bounds, tail, plan.z_scale, rng)
         if need_target:
             target = scale_quantile(np.abs(y), tail, plan.z_scale, rng)
         if warm:
-            w0[intercept_index] = noisy_median(y, target, plan.z_scale, rng)
+            w0[-1] = noisy_median(y, target, plan.z_scale, rng)
+            w0 = design.to_design(w0)
     # Algorithm 4: rows above the truncation level become the zero function;
     # a zero norm makes every solver step skip the row (no copy of X)
     keep = bounds <= truncation
@@ -300,7 +338,7 @@ def known_lipschitz(
         loss,
         plan.gd,
         rng,
-        step_size=step_size,
+        step_size=float(step_size) / design.curvature_scale,
         clip=clip,
         clip_range=clip_range,
         clip_cap=truncation if is_lipschitz else math.inf,
@@ -308,5 +346,7 @@ def known_lipschitz(
         radius=radius,
         row_norms=norms_t,
     )
+    res.coef = design.to_original(res.coef)
     res.extra["truncation"] = float(truncation)
+    res.extra["feature_scale"] = design.scale
     return res

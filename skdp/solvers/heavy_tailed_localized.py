@@ -24,7 +24,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..privacy import ComposedDpEvent, ParallelDpEvent, gaussian_steps
-from ..utils import safe_row_norms
 from .heavy_tailed_bounds import (
     RANGE_STEPS,
     clip_search_range,
@@ -37,6 +36,7 @@ from .heavy_tailed_common import (
     split_gdp,
 )
 from .heavy_tailed_gd import clipped_dp_gd, make_full_batch_plan
+from .heavy_tailed_units import private_design
 
 __all__ = [
     "LocalizedPlan",
@@ -149,8 +149,14 @@ class LocalizedPlan:
         Plan of every chunk run of each phase (the whole budget each, minus
         the scale quantiles).
     n_scales : int
-        Scale quantiles over all records (:func:`private_scales`).
+        Scale quantiles over all records (:func:`private_scales`, and the
+        feature scale of :mod:`~skdp.solvers.heavy_tailed_units`).
     z_scale : float
+    default_scales : bool
+        Too few records for private scales: public defaults for
+        standardized data (feature scale 1).
+    feature_scale : bool
+        Whether one of the ``n_scales`` quantiles is the feature scale.
     """
 
     chunks: list
@@ -158,6 +164,7 @@ class LocalizedPlan:
     n_scales: int = 0
     z_scale: float = math.inf
     default_scales: bool = False
+    feature_scale: bool = False
 
     @property
     def event(self):
@@ -180,6 +187,7 @@ def make_localized_plan(
     n_splits=3,
     n_phases=None,
     n_scales=1,
+    feature_scale=False,
     adaptive_clip=True,
     bound_share=0.1,
 ):
@@ -196,7 +204,11 @@ def make_localized_plan(
     n_splits : int, default=3
     n_phases : int, optional
     n_scales : int, default=1
-        0 when the clip level is public.
+        Scale quantiles other than the feature scale; 0 when the clip level
+        is public.
+    feature_scale : bool, default=False
+        Also release the feature scale (step, regularisation and the
+        intercept column adapt to it).
     adaptive_clip : bool, default=True
     bound_share : float, default=0.1
 
@@ -212,11 +224,13 @@ def make_localized_plan(
     0.4
     """
     chunks = localized_chunks(n, n_splits, n_phases)
+    n_scales = int(n_scales) + bool(feature_scale)
     scale_share = 0.2 * bound_share if n_scales else 0.0
     z_scale = split_gdp(mu, [(n_scales * RANGE_STEPS, scale_share)])[0]
     use_defaults = bool(n_scales) and not scales_estimable(n, z_scale)
     if use_defaults:  # too few records: public scales, budget to the runs
         n_scales, scale_share, z_scale = 0, 0.0, math.inf
+        feature_scale = False
     runs = tuple(
         make_full_batch_plan(
             mu,
@@ -229,7 +243,14 @@ def make_localized_plan(
         )
         for phase in chunks
     )
-    return LocalizedPlan(chunks, runs, n_scales, z_scale, default_scales=use_defaults)
+    return LocalizedPlan(
+        chunks,
+        runs,
+        n_scales,
+        z_scale,
+        default_scales=use_defaults,
+        feature_scale=bool(feature_scale),
+    )
 
 
 @dataclass
@@ -245,6 +266,8 @@ class LocalizedResult:
     step_sizes : ndarray of shape (n_phases, n_splits, T)
     n_iter : int
         Gradient steps over all chunk runs.
+    feature_scale : float
+        Private feature scale ``s`` (1 if not released).
     """
 
     coef: np.ndarray
@@ -252,6 +275,7 @@ class LocalizedResult:
     clip_levels: np.ndarray
     step_sizes: np.ndarray
     n_iter: int
+    feature_scale: float = 1.0
 
 
 def localized_dp_sgd(
@@ -268,21 +292,30 @@ def localized_dp_sgd(
     localization_radius=None,
     row_norms=None,
     order=None,
+    fit_intercept=False,
+    scaled_intercept=True,
 ):
     """Theorem 1 pipeline: Algorithm 2 with Algorithm 3 over Algorithm 1.
+
+    If ``plan.feature_scale``, the private feature scale ``s`` of
+    :mod:`~skdp.solvers.heavy_tailed_units` is released first (else
+    ``s = 1``): the step is ``step_size / s**2``, the default
+    regularisation is multiplied by ``s**2`` (it is relative to the
+    curvature) and the intercept column is ``s``.
 
     Parameters
     ----------
     X : ndarray of shape (n, d)
+        Features, without an intercept column.
     y : ndarray of shape (n,)
     loss : _GLMLoss
     plan : LocalizedPlan
     rng : numpy.random.Generator
     step_size : float
-        Step of every Clipped-DP-SGD run.
+        Step of every Clipped-DP-SGD run, for features of unit scale.
     reg : float, optional
-        ``lambda_1``. Default ``curvature_bound / sqrt(m)`` with ``m`` the
-        size of a first-phase chunk: Proposition 2's optimal ``lambda``
+        ``lambda_1``. Default ``curvature_bound s**2 / sqrt(m)`` with ``m``
+        the size of a first-phase chunk: Proposition 2's optimal ``lambda``
         scales like ``Delta / D`` with ``Delta ~ G / sqrt(m)``; the constant
         is practical (the paper's ``C_reg-pop`` is unspecified).
     clip : float or callable, optional
@@ -299,6 +332,11 @@ def localized_dp_sgd(
     row_norms : ndarray of shape (n,), optional
     order : ndarray of shape (n,), optional
         Public permutation (default drawn from ``rng``).
+    fit_intercept : bool, default=False
+        Append a constant intercept column (its coefficient, in the units of
+        ``y``, is the last entry of ``coef``).
+    scaled_intercept : bool, default=True
+        The intercept column is ``s`` rather than 1.
 
     Returns
     -------
@@ -319,13 +357,25 @@ def localized_dp_sgd(
     >>> np.round(res.coef, 1)  # lambda_1 shrinks towards 0 by ~2%
     array([ 1., -1.])
     """
-    X = np.asarray(X, dtype=float)
+    needed = (scales_needed(loss) if clip is None else 0) + plan.feature_scale
+    if not plan.default_scales and plan.n_scales != needed:
+        raise ValueError(
+            "The plan does not pay for the scale quantiles this run needs."
+        )
+    design = private_design(
+        X,
+        rng,
+        z_scale=plan.z_scale if plan.feature_scale else None,
+        fit_intercept=fit_intercept,
+        scaled_intercept=scaled_intercept,
+        row_norms=row_norms,
+    )
+    X, row_norms = design.X, design.row_norms
     n, d = X.shape
-    if row_norms is None:
-        row_norms = safe_row_norms(X)
     if order is None:
         order = rng.permutation(n)
-    curv = float(loss.curvature_bound)
+    curv = float(loss.curvature_bound) * design.curvature_scale
+    step_size = float(step_size) / design.curvature_scale
     if reg is None:
         first = plan.chunks[0][0]
         reg = curv / math.sqrt(max(first[1] - first[0], 1))
@@ -334,10 +384,6 @@ def localized_dp_sgd(
         if plan.default_scales:
             # too few records for private scales: public ones (standardized data)
             row_bound, target_bound = default_scales(d, loss)
-        elif plan.n_scales != scales_needed(loss):
-            raise ValueError(
-                "The plan does not pay for the scale quantiles of this loss."
-            )
         else:
             row_bound, target_bound = private_scales(
                 row_norms, y, loss, plan.z_scale, rng
@@ -384,4 +430,11 @@ def localized_dp_sgd(
         nrm = float(np.linalg.norm(x))
         if nrm > radius:
             x = x * (radius / nrm)
-    return LocalizedResult(x, np.array(regs), np.array(clips), np.array(steps), n_iter)
+    return LocalizedResult(
+        design.to_original(x),
+        np.array(regs),
+        np.array(clips),
+        np.array(steps),
+        n_iter,
+        design.scale,
+    )

@@ -33,7 +33,6 @@ from ..privacy import (
     gaussian_noise,
     gaussian_steps,
 )
-from ..utils import safe_row_norms
 from .heavy_tailed_bounds import (
     BISECTION_STEPS,
     DEFAULT_TARGET,
@@ -53,6 +52,7 @@ from .heavy_tailed_common import (
     split_gdp,
 )
 from .heavy_tailed_kernels import onepass_phase
+from .heavy_tailed_units import private_design
 
 __all__ = [
     "OnePassPlan",
@@ -116,9 +116,15 @@ class OnePassPlan:
     z_count : float
         Multiplier of those counts.
     n_scales : int
-        Scale quantiles over all records (:func:`private_scales`).
+        Scale quantiles over all records (:func:`private_scales`, and the
+        feature scale of :mod:`~skdp.solvers.heavy_tailed_units`).
     z_scale : float
     bisection_steps : int
+    default_scales : bool
+        Too few records for private scales: public defaults for
+        standardized data (feature scale 1).
+    feature_scale : bool
+        Whether one of the ``n_scales`` quantiles is the feature scale.
     """
 
     sizes: tuple
@@ -130,6 +136,7 @@ class OnePassPlan:
     z_scale: float = math.inf
     bisection_steps: int = BISECTION_STEPS
     default_scales: bool = False
+    feature_scale: bool = False
 
     def phase_event(self, i):
         parts = []
@@ -149,7 +156,15 @@ class OnePassPlan:
 
 
 def make_onepass_plan(
-    mu, n, d, *, n_scales=1, adaptive_clip=True, bound_share=0.1, target=DEFAULT_TARGET
+    mu,
+    n,
+    d,
+    *,
+    n_scales=1,
+    feature_scale=False,
+    adaptive_clip=True,
+    bound_share=0.1,
+    target=DEFAULT_TARGET,
 ):
     """Budget of Algorithm 8 (shares of ``mu**2``).
 
@@ -164,7 +179,11 @@ def make_onepass_plan(
         GDP budget.
     n, d : int
     n_scales : int, default=1
-        0 when the clip levels are public.
+        Scale quantiles other than the feature scale; 0 when the clip
+        levels are public.
+    feature_scale : bool, default=False
+        Also release the feature scale (the step and the intercept column
+        adapt to it).
     adaptive_clip : bool, default=True
         Estimate each phase's clip level privately on its batch.
     bound_share : float, default=0.1
@@ -182,11 +201,13 @@ def make_onepass_plan(
     1.0
     """
     sizes = tuple(onepass_phase_sizes(n))
+    n_scales = int(n_scales) + bool(feature_scale)
     scale_share = 0.2 * bound_share if n_scales else 0.0
     z_scale = split_gdp(mu, [(n_scales * RANGE_STEPS, scale_share)])[0]
     use_defaults = bool(n_scales) and not scales_estimable(n, z_scale)
     if use_defaults:  # too few records: public scales, budget to the phases
         n_scales, scale_share, z_scale = 0, 0.0, math.inf
+        feature_scale = False
     (z_alone,) = split_gdp(mu, [(1, 1.0 - scale_share)])
     z_count, z_with = math.inf, z_alone
     if adaptive_clip:
@@ -209,6 +230,7 @@ def make_onepass_plan(
         n_scales,
         z_scale,
         default_scales=use_defaults,
+        feature_scale=bool(feature_scale),
     )
 
 
@@ -267,6 +289,8 @@ class OnePassResult:
     sizes : tuple of int
     n_iter : int
         SGD steps (= n).
+    feature_scale : float
+        Private feature scale ``s`` (1 if not released).
     """
 
     coef: np.ndarray
@@ -275,6 +299,7 @@ class OnePassResult:
     row_caps: np.ndarray
     sizes: tuple
     n_iter: int
+    feature_scale: float = 1.0
 
 
 def onepass_clipped_dp_sgd(
@@ -293,19 +318,29 @@ def onepass_clipped_dp_sgd(
     step_decay=STEP_DECAY,
     tail_average=0.0,
     return_phase_averages=False,
+    fit_intercept=False,
+    scaled_intercept=True,
 ):
     """Algorithm 8 (OnePass-Clipped-DP-SGD) for a GLM loss.
+
+    If ``plan.feature_scale``, the private feature scale ``s`` of
+    :mod:`~skdp.solvers.heavy_tailed_units` is released first (else
+    ``s = 1``): the first-phase step is ``step_size / s**2``, so the
+    smoothness-guard row cap grows like ``s``, and the intercept column is
+    ``s``.
 
     Parameters
     ----------
     X : ndarray of shape (n, d)
+        Features, without an intercept column.
     y : ndarray of shape (n,)
     loss : _GLMLoss
         Smooth GLM loss (``curvature_bound`` finite).
     plan : OnePassPlan
     rng : numpy.random.Generator
     step_size : float
-        ``eta_1``, the step of the first phase (public).
+        ``eta_1 s**2``, the step of the first phase (public) for features
+        of unit scale.
     clip : float, optional
         Public first-phase clip level ``C_1`` (then ``C_i = 2**(i-1) C_1``).
         ``None``: a private row-norm bound (and target scale) over all
@@ -323,6 +358,11 @@ def onepass_clipped_dp_sgd(
         couple runs on neighbouring datasets.
     return_phase_averages : bool, default=False
         Also return the pre-noise phase averages (for coupled-run tests).
+    fit_intercept : bool, default=False
+        Append a constant intercept column (its coefficient, in the units of
+        ``y``, is the last entry of ``coef``).
+    scaled_intercept : bool, default=True
+        The intercept column is ``s`` rather than 1.
 
     Returns
     -------
@@ -344,28 +384,35 @@ def onepass_clipped_dp_sgd(
     >>> np.round(res.coef, 2)
     array([ 1., -1.])
     """
-    X = np.ascontiguousarray(X, dtype=float)
     y = np.ascontiguousarray(y, dtype=float)
+    needed = (scales_needed(loss) if clip is None else 0) + plan.feature_scale
+    if not plan.default_scales and plan.n_scales != needed:
+        raise ValueError(
+            "The plan does not pay for the scale quantiles this run needs."
+        )
+    design = private_design(
+        X,
+        rng,
+        z_scale=plan.z_scale if plan.feature_scale else None,
+        fit_intercept=fit_intercept,
+        scaled_intercept=scaled_intercept,
+        row_norms=row_norms,
+    )
+    X, row_norms = design.X, design.row_norms
     n, d = X.shape
-    if row_norms is None:
-        row_norms = safe_row_norms(X)
     if order is None:
         order = rng.permutation(n)
     order = np.ascontiguousarray(order, dtype=np.int64)
     code, tau = loss_code(loss)
-    curv = float(loss.curvature_bound)
     center = np.zeros(d)
     sizes = plan.sizes
     curv = float(loss.curvature_bound)
+    step_size = float(step_size) / design.curvature_scale
     row_bound = target_bound = None
     if clip is None and plan.default_scales:
         # too few records for private scales: public ones (standardized data)
         row_bound, target_bound = default_scales(d, loss)
     elif clip is None:
-        if plan.n_scales != scales_needed(loss):
-            raise ValueError(
-                "The plan does not pay for the scale quantiles of this loss."
-            )
         row_bound, target_bound = private_scales(row_norms, y, loss, plan.z_scale, rng)
     w = np.zeros(d)
     etas, clips, caps, averages = [], [], [], []
@@ -433,6 +480,12 @@ def onepass_clipped_dp_sgd(
         caps.append(row_cap)
         start += m
     res = OnePassResult(
-        w, np.array(etas), np.array(clips), np.array(caps), tuple(sizes), int(n)
+        design.to_original(w),
+        np.array(etas),
+        np.array(clips),
+        np.array(caps),
+        tuple(sizes),
+        int(n),
+        design.scale,
     )
     return (res, averages) if return_phase_averages else res

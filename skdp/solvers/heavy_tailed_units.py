@@ -1,0 +1,197 @@
+"""Private units of the data for the heavy-tailed GLM solvers.
+
+Gradient descent is only well behaved when its step matches the curvature of
+the loss, ``curvature * E[a a^T]``, which grows with the square of the
+feature scale. Under DP the scale of private data is not free, so instead of
+assuming standardized features the solvers release one more scale quantile
+(from the same budget share as the other scale quantiles, a per-record count
+query with replace-one sensitivity 1):
+
+- the **feature scale** ``s``: the median of the feature row norms ``||a_i||``
+  (the intercept column excluded), divided by the median norm of a standard
+  Gaussian vector of the same dimension, ``sqrt(chi2_d.median)``. On
+  standardized data ``s ~ 1``; if the features are multiplied by ``c``, so
+  is ``s``.
+
+Everything scale dependent is then a public rule of ``s`` (post-processing):
+the default step sizes are divided by ``s**2`` (so ``step * s**2`` plays the
+role of the step on standardized data), the ``localized`` regularisation is
+multiplied by ``s**2``, and the intercept column is the constant ``s``
+instead of 1, so that the intercept's curvature, and its share of the
+gradient noise, match those of the features (the fitted intercept is ``s``
+times its coefficient). Clip levels, truncation levels and search ranges are
+private quantiles of the data's own norms and scale with it already.
+
+Rows of data in very different units per column are not fixed by a single
+scale, and neither are features with a large common offset (the curvature
+then concentrates on the mean direction); the divergence guard of the
+full-batch solver keeps those from blowing up, but they converge slowly.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import chi2
+
+from ..utils import safe_row_norms
+from .heavy_tailed_bounds import LOG2_RANGE, RANGE_STEPS, bisect_counts
+
+__all__ = ["Design", "feature_scale", "gaussian_norm_median", "private_design"]
+
+
+def gaussian_norm_median(d):
+    """Median norm of a standard Gaussian vector in dimension ``d`` (public).
+
+    Parameters
+    ----------
+    d : int
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(gaussian_norm_median(1), 4), round(gaussian_norm_median(100), 2)
+    (0.6745, 9.97)
+    """
+    return float(math.sqrt(chi2.ppf(0.5, max(int(d), 1))))
+
+
+def feature_scale(row_norms, d, z, rng, *, steps=RANGE_STEPS):
+    """Private feature scale ``s``: median row norm over its Gaussian reference.
+
+    A noisy bisection of ``steps`` counts ``#{||a_i|| <= 2**mid} + N(0, z**2)``
+    (replace-one sensitivity 1) on ``log2`` scale over
+    :data:`~skdp.solvers.heavy_tailed_bounds.LOG2_RANGE`; the midpoint of the
+    final bracket is divided by :func:`gaussian_norm_median` of ``d``. With
+    ``z = 0`` the exact median is used.
+
+    Parameters
+    ----------
+    row_norms : ndarray of shape (n,)
+        Norms of the feature rows (without the intercept column).
+    d : int
+        Number of features.
+    z : float
+        Noise multiplier of each count.
+    rng : numpy.random.Generator
+    steps : int, default=RANGE_STEPS
+
+    Returns
+    -------
+    s : float
+        Positive; about 1 for standardized features.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = 4.0 * rng.normal(size=(5000, 10))
+    >>> round(feature_scale(np.linalg.norm(X, axis=1), 10, 0.0, rng), 1)
+    4.0
+    """
+    with np.errstate(divide="ignore"):
+        logv = np.log2(np.maximum(np.asarray(row_norms, dtype=float), 0.0))
+    hi = bisect_counts(logv, 0.5, z, rng, LOG2_RANGE, steps)
+    # midpoint of the final bracket: no side is safer for a step size
+    width = (LOG2_RANGE[1] - LOG2_RANGE[0]) / 2.0**steps
+    return float(2.0 ** (hi - width / 2.0)) / gaussian_norm_median(d)
+
+
+@dataclass
+class Design:
+    """The matrix a solver runs on, in private units.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n, d) or (n, d + 1)
+        Features, then (with an intercept) the constant column
+        ``intercept_value``.
+    row_norms : ndarray of shape (n,)
+        Norms of the rows of ``X``.
+    scale : float
+        Feature scale ``s`` (1 when not released).
+    intercept_value : float or None
+        Value of the intercept column (``None``: no intercept).
+    """
+
+    X: np.ndarray
+    row_norms: np.ndarray
+    scale: float = 1.0
+    intercept_value: float = None
+
+    @property
+    def curvature_scale(self):
+        """``s**2``: the default steps are divided by it."""
+        return self.scale * self.scale
+
+    def to_original(self, w):
+        """Coefficients with the intercept (last entry) in the data's units."""
+        w = np.array(w, dtype=float, copy=True)
+        if self.intercept_value is not None:
+            w[-1] *= self.intercept_value
+        return w
+
+    def to_design(self, w):
+        """Inverse of :meth:`to_original`."""
+        w = np.array(w, dtype=float, copy=True)
+        if self.intercept_value is not None:
+            w[-1] /= self.intercept_value
+        return w
+
+
+def private_design(
+    X,
+    rng,
+    *,
+    z_scale=None,
+    fit_intercept=False,
+    scaled_intercept=True,
+    row_norms=None,
+):
+    """Release the feature scale (if planned) and build the design matrix.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Features (already clipped to any public feature norm).
+    rng : numpy.random.Generator
+    z_scale : float, optional
+        Noise multiplier of the feature-scale counts; ``None``: no release,
+        ``s = 1`` (e.g. a user-given step size, or too few records).
+    fit_intercept : bool, default=False
+        Append a constant intercept column.
+    scaled_intercept : bool, default=True
+        Its value is ``s`` (else the public constant 1, used when public
+        constants such as a domain radius or ``G_k`` refer to that column).
+    row_norms : ndarray of shape (n,), optional
+        Norms of the rows of ``X``.
+
+    Returns
+    -------
+    Design
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = 100.0 * rng.normal(size=(4000, 3))
+    >>> des = private_design(X, rng, z_scale=0.0, fit_intercept=True)
+    >>> round(des.scale / 100, 1), des.X.shape, bool(des.X[0, -1] == des.scale)
+    (1.0, (4000, 4), True)
+    """
+    X = np.asarray(X, dtype=float)
+    n, d = X.shape
+    norms = safe_row_norms(X) if row_norms is None else np.asarray(row_norms, float)
+    s = 1.0 if z_scale is None else feature_scale(norms, d, z_scale, rng)
+    if not fit_intercept:
+        return Design(np.ascontiguousarray(X), norms, s, None)
+    value = s if scaled_intercept else 1.0
+    Xd = np.empty((n, d + 1))
+    Xd[:, :d] = X
+    Xd[:, d] = value
+    with np.errstate(over="ignore"):
+        full = np.hypot(norms, value)
+    return Design(Xd, full, s, value)
