@@ -577,10 +577,10 @@ def scales_report(scales, reps):
         "number in every column. "
         + (
             "Step sizes, the localized regularisation and the intercept column adapt "
-            "to a private feature scale `s` (median row norm over that of a standard "
-            "Gaussian vector, one more 10-count scale quantile from the 2% scale "
-            "share); clip and truncation levels are private quantiles and scale by "
-            "themselves. "
+            "to a private feature scale `s` (median over rows of the RMS of the "
+            "non-zero entries, over that of a standard Gaussian vector: one more "
+            "10-count scale quantile, 1% of the budget); clip and truncation levels "
+            "are private quantiles and scale by themselves. "
             if importlib.util.find_spec("skdp.solvers.heavy_tailed_units")
             else "This version of skdp has no feature-scale rule (defaults tuned for "
             "unit variance). "

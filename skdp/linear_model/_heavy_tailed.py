@@ -418,11 +418,11 @@ _COMMON_NOTES = """
     ``localized`` a :class:`~skdp.privacy.ParallelDpEvent` over disjoint
     phases/chunks, each with the whole budget.
 
-    Budget shares (of ``mu**2``) with the default ``bound_share=0.1``: 2% on
-    scale quantiles over all records (the feature scale ``s``; a high
+    Budget shares (of ``mu**2``) with the default ``bound_share=0.1``: 1% per
+    scale quantile over all records (the feature scale ``s``; a high
     quantile of the row norms for Algorithm 4's truncation and the clip
     search range; of ``|y|`` for the squared loss; the median of ``y`` that
-    warm-starts the intercept), 8%
+    warm-starts the intercept: 2-4% in all), the rest of the 10%
     on the clip levels (``known_lipschitz``: re-estimated at steps 0, 1, 3,
     7, 15; ``onepass``/``localized``: once per phase/chunk), 90% on the
     gradient releases. A search that ``n`` records cannot support is
@@ -443,10 +443,11 @@ _COMMON_NOTES = """
 
     Units. The data need not be standardized (under DP their mean and
     variance are not free). The **feature scale** ``s`` is a private
-    release: the median of the feature row norms (a noisy bisection of 10
-    counts, from the scale share above) divided by the median norm of a
-    standard Gaussian vector of the same dimension, so ``s ~ 1`` on
-    standardized features and ``s`` scales with them. Everything scale
+    release: the median over rows of the root mean square of the row's
+    non-zero feature values (a noisy bisection of 10 counts, from the scale
+    share above) divided by the same median for a standard Gaussian vector
+    of the same dimension, so ``s ~ 1`` on standardized features and on 0/1
+    (e.g. one-hot) columns, and ``s`` scales with the features. Everything scale
     dependent is a public rule of ``s`` and of the other private quantiles
     (post-processing): default steps are divided by ``s**2`` (the loss's
     curvature grows like ``s**2``), the ``localized`` regularisation is

@@ -48,6 +48,9 @@ __all__ = [
     "scales_estimable",
     "default_scales",
     "scales_needed",
+    "scale_share",
+    "SCALE_FRACTION_PER_QUANTILE",
+    "MAX_SCALE_FRACTION",
 ]
 
 
@@ -67,6 +70,36 @@ SEARCH_OCTAVES = 16.0
 
 #: Bisection steps of one clip level over SEARCH_OCTAVES (1/16 octave).
 BISECTION_STEPS = 8
+
+
+#: Share of ``bound_share`` paid for each scale quantile over all records
+#: (at most :data:`MAX_SCALE_FRACTION` of it in all); the rest of
+#: ``bound_share`` pays for the clip levels. A scale quantile that goes wrong
+#: wrecks every later search range, so it gets a larger share per count
+#: than a clip level, whose errors are local.
+SCALE_FRACTION_PER_QUANTILE = 0.1
+MAX_SCALE_FRACTION = 0.5
+
+
+def scale_share(bound_share, n_scales):
+    """Share of ``mu**2`` spent on ``n_scales`` scale quantiles (public).
+
+    Parameters
+    ----------
+    bound_share : float
+    n_scales : int
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(scale_share(0.1, 4), 6), scale_share(0.1, 0)
+    (0.04, 0.0)
+    """
+    frac = min(MAX_SCALE_FRACTION, SCALE_FRACTION_PER_QUANTILE * int(n_scales))
+    return float(bound_share) * frac
 
 
 #: Target tail of the scale quantiles (row norms, |y|): the 0.99 quantile

@@ -25,6 +25,7 @@ from .heavy_tailed_bounds import (
     scale_quantile,
     scales_estimable,
 )
+from .heavy_tailed_bounds import scale_share as bound_scale_share
 from .heavy_tailed_common import (
     row_lipschitz_bounds,
     split_gdp,
@@ -97,9 +98,11 @@ def make_known_lipschitz_plan(
 ):
     """Budget split of Algorithm 4 + DP-GD (shares of ``mu**2``).
 
-    A fifth of ``bound_share`` pays for the scale quantiles (feature scale,
-    truncation level and, if needed, target scale and median), the rest for
-    the clip levels; the remainder pays for the gradients.
+    A tenth of ``bound_share`` per scale quantile (feature scale, truncation
+    level and, if needed, target scale and median; see
+    :func:`~skdp.solvers.heavy_tailed_bounds.scale_share`) pays for those,
+    the rest of ``bound_share`` for the clip levels; the remainder pays for
+    the gradients.
 
     Parameters
     ----------
@@ -130,7 +133,7 @@ def make_known_lipschitz_plan(
     0.3
     """
     n_scales = int(n_scales) + bool(feature_scale)
-    scale_share = 0.2 * bound_share if n_scales else 0.0
+    scale_share = bound_scale_share(bound_share, n_scales)
     use_defaults = False
     if n_scales:
         (z_scale,) = split_gdp(mu, [(n_scales * RANGE_STEPS, scale_share)])

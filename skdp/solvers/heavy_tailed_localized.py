@@ -32,6 +32,7 @@ from .heavy_tailed_bounds import (
     scales_estimable,
     scales_needed,
 )
+from .heavy_tailed_bounds import scale_share as bound_scale_share
 from .heavy_tailed_common import (
     split_gdp,
 )
@@ -196,8 +197,8 @@ def make_localized_plan(
     Parameters
     ----------
     mu : float
-        GDP budget (every chunk gets all of it, minus a fifth of
-        ``bound_share`` for the scale quantiles over all records).
+        GDP budget (every chunk gets all of it, minus a tenth of
+        ``bound_share`` per scale quantile over all records).
     n, d : int
     n_steps : int
         Gradient steps of each chunk run.
@@ -225,7 +226,7 @@ def make_localized_plan(
     """
     chunks = localized_chunks(n, n_splits, n_phases)
     n_scales = int(n_scales) + bool(feature_scale)
-    scale_share = 0.2 * bound_share if n_scales else 0.0
+    scale_share = bound_scale_share(bound_share, n_scales)
     z_scale = split_gdp(mu, [(n_scales * RANGE_STEPS, scale_share)])[0]
     use_defaults = bool(n_scales) and not scales_estimable(n, z_scale)
     if use_defaults:  # too few records: public scales, budget to the runs

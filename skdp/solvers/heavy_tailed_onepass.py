@@ -46,6 +46,7 @@ from .heavy_tailed_bounds import (
     scales_needed,
     tail_fraction,
 )
+from .heavy_tailed_bounds import scale_share as bound_scale_share
 from .heavy_tailed_common import (
     loss_code,
     safe_derivatives,
@@ -169,7 +170,7 @@ def make_onepass_plan(
     """Budget of Algorithm 8 (shares of ``mu**2``).
 
     Every record is in one phase, so every phase gets the whole budget left
-    after the scale quantiles (a fifth of ``bound_share``, over all
+    after the scale quantiles (a tenth of ``bound_share`` each, over all
     records); a phase spends the rest of ``bound_share`` on its clip level
     when that search is reliable (:func:`quantile_reliable`).
 
@@ -202,7 +203,7 @@ def make_onepass_plan(
     """
     sizes = tuple(onepass_phase_sizes(n))
     n_scales = int(n_scales) + bool(feature_scale)
-    scale_share = 0.2 * bound_share if n_scales else 0.0
+    scale_share = bound_scale_share(bound_share, n_scales)
     z_scale = split_gdp(mu, [(n_scales * RANGE_STEPS, scale_share)])[0]
     use_defaults = bool(n_scales) and not scales_estimable(n, z_scale)
     if use_defaults:  # too few records: public scales, budget to the phases

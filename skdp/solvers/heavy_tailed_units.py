@@ -7,11 +7,17 @@ assuming standardized features the solvers release one more scale quantile
 (from the same budget share as the other scale quantiles, a per-record count
 query with replace-one sensitivity 1):
 
-- the **feature scale** ``s``: the median of the feature row norms ``||a_i||``
-  (the intercept column excluded), divided by the median norm of a standard
-  Gaussian vector of the same dimension, ``sqrt(chi2_d.median)``. On
-  standardized data ``s ~ 1``; if the features are multiplied by ``c``, so
-  is ``s``.
+- the **feature scale** ``s``: the median over rows of the root mean square
+  of the row's non-zero entries, ``||a_i|| / sqrt(nnz(a_i))`` (the
+  intercept column excluded; an all-zero row counts as ``+inf``: it says
+  nothing about the scale), divided by the same median for a standard
+  Gaussian vector of the same dimension,
+  ``sqrt(chi2_d.median / d)``. On standardized data ``s ~ 1``; if the
+  features are multiplied by ``c``, so is ``s``. Counting only the non-zero
+  entries keeps one-hot and other sparse 0/1 columns at ``s ~ 1`` (their
+  non-zero entries have unit size) instead of ``sqrt(nnz / d)``, which would
+  give a step ``d / nnz`` times too large for the directions that matter and
+  amplify the noise along the rarely active ones.
 
 Everything scale dependent is then a public rule of ``s`` (post-processing):
 the default step sizes are divided by ``s**2`` (so ``step * s**2`` plays the
@@ -37,7 +43,13 @@ from scipy.stats import chi2
 from ..utils import safe_row_norms
 from .heavy_tailed_bounds import LOG2_RANGE, RANGE_STEPS, bisect_counts
 
-__all__ = ["Design", "feature_scale", "gaussian_norm_median", "private_design"]
+__all__ = [
+    "Design",
+    "feature_scale",
+    "gaussian_norm_median",
+    "private_design",
+    "row_rms",
+]
 
 
 def gaussian_norm_median(d):
@@ -59,19 +71,44 @@ def gaussian_norm_median(d):
     return float(math.sqrt(chi2.ppf(0.5, max(int(d), 1))))
 
 
-def feature_scale(row_norms, d, z, rng, *, steps=RANGE_STEPS):
-    """Private feature scale ``s``: median row norm over its Gaussian reference.
+def row_rms(X, row_norms=None):
+    """Root mean square of each row's non-zero entries (``+inf`` if none).
 
-    A noisy bisection of ``steps`` counts ``#{||a_i|| <= 2**mid} + N(0, z**2)``
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    row_norms : ndarray of shape (n,), optional
+
+    Returns
+    -------
+    ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> row_rms(np.array([[3.0, 4.0, 0.0], [0.0, 0.0, 0.0], [2.0, 2.0, 2.0]]))
+    array([3.53553391,        inf, 2.        ])
+    """
+    X = np.asarray(X, dtype=float)
+    norms = safe_row_norms(X) if row_norms is None else np.asarray(row_norms, float)
+    nnz = np.count_nonzero(X, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(nnz > 0, norms / np.sqrt(np.maximum(nnz, 1)), np.inf)
+
+
+def feature_scale(rms, d, z, rng, *, steps=RANGE_STEPS):
+    """Private feature scale ``s``: median row RMS over its Gaussian reference.
+
+    A noisy bisection of ``steps`` counts ``#{rms_i <= 2**mid} + N(0, z**2)``
     (replace-one sensitivity 1) on ``log2`` scale over
     :data:`~skdp.solvers.heavy_tailed_bounds.LOG2_RANGE`; the midpoint of the
-    final bracket is divided by :func:`gaussian_norm_median` of ``d``. With
+    final bracket is divided by ``gaussian_norm_median(d) / sqrt(d)``. With
     ``z = 0`` the exact median is used.
 
     Parameters
     ----------
-    row_norms : ndarray of shape (n,)
-        Norms of the feature rows (without the intercept column).
+    rms : ndarray of shape (n,)
+        :func:`row_rms` of the feature rows (without the intercept column).
     d : int
         Number of features.
     z : float
@@ -89,15 +126,16 @@ def feature_scale(row_norms, d, z, rng, *, steps=RANGE_STEPS):
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> X = 4.0 * rng.normal(size=(5000, 10))
-    >>> round(feature_scale(np.linalg.norm(X, axis=1), 10, 0.0, rng), 1)
+    >>> round(feature_scale(row_rms(X), 10, 0.0, rng), 1)
     4.0
     """
     with np.errstate(divide="ignore"):
-        logv = np.log2(np.maximum(np.asarray(row_norms, dtype=float), 0.0))
+        logv = np.log2(np.maximum(np.asarray(rms, dtype=float), 0.0))
     hi = bisect_counts(logv, 0.5, z, rng, LOG2_RANGE, steps)
     # midpoint of the final bracket: no side is safer for a step size
     width = (LOG2_RANGE[1] - LOG2_RANGE[0]) / 2.0**steps
-    return float(2.0 ** (hi - width / 2.0)) / gaussian_norm_median(d)
+    reference = gaussian_norm_median(d) / math.sqrt(max(int(d), 1))
+    return float(2.0 ** (hi - width / 2.0)) / reference
 
 
 @dataclass
@@ -185,7 +223,9 @@ def private_design(
     X = np.asarray(X, dtype=float)
     n, d = X.shape
     norms = safe_row_norms(X) if row_norms is None else np.asarray(row_norms, float)
-    s = 1.0 if z_scale is None else feature_scale(norms, d, z_scale, rng)
+    s = 1.0
+    if z_scale is not None:
+        s = feature_scale(row_rms(X, norms), d, z_scale, rng)
     if not fit_intercept:
         return Design(np.ascontiguousarray(X), norms, s, None)
     value = s if scaled_intercept else 1.0

@@ -1,0 +1,238 @@
+"""Heavy-tailed GLMs in the data's own units: private feature scale, guard."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from skdp import HeavyTailedLinearRegression, HeavyTailedLogisticRegression
+from skdp.losses import SquaredLoss
+from skdp.privacy import gdp_mu, gdp_mu_of
+from skdp.solvers import heavy_tailed_known_lipschitz as kl
+from skdp.solvers import heavy_tailed_onepass as onepass
+from skdp.solvers.heavy_tailed_bounds import RANGE_STEPS
+from skdp.solvers.heavy_tailed_gd import clipped_dp_gd, make_full_batch_plan
+from skdp.solvers.heavy_tailed_localized import make_localized_plan
+from skdp.solvers.heavy_tailed_units import feature_scale, private_design, row_rms
+
+D = 5
+W = np.linspace(-1.0, 1.0, D)
+
+
+def _features(n, rng):
+    return rng.standard_t(5, size=(n, D)) * math.sqrt(3 / 5)  # unit variance
+
+
+def _linear(n, seed):
+    rng = np.random.default_rng(seed)
+    X = _features(n, rng)
+    noise = np.exp(rng.normal(size=n)) - math.exp(0.5) + rng.standard_t(2.1, size=n)
+    return X, X @ W + 1.0 + 0.5 * noise
+
+
+def _linear_risk(model, a, c):
+    # a model fitted on (a X, c y) is (coef a / c, b / c) on (X, y); Sigma = I
+    coef = model.coef_ * a / c
+    return float(np.sum((coef - W) ** 2) + (model.intercept_ / c - 1.0) ** 2)
+
+
+def _binary(n, seed):
+    rng = np.random.default_rng(seed)
+    X = _features(n, rng)
+    return X, (rng.random(n) < expit(X @ W - 0.5)).astype(int)
+
+
+FRESH = _features(50_000, np.random.default_rng(99))
+P_FRESH = expit(FRESH @ W - 0.5)
+
+
+def _logistic_risk(model, a):
+    z = FRESH @ (model.coef_.ravel() * a) + model.intercept_[0]
+    risk = P_FRESH * np.logaddexp(0, -z) + (1 - P_FRESH) * np.logaddexp(0, z)
+    z0 = FRESH @ W - 0.5
+    best = P_FRESH * np.logaddexp(0, -z0) + (1 - P_FRESH) * np.logaddexp(0, z0)
+    return float(np.mean(risk - best))
+
+
+# -- the release --------------------------------------------------------------
+def test_feature_scale_is_one_on_standardized_data_and_follows_the_units():
+    rng = np.random.default_rng(0)
+    X = _features(20_000, rng)
+    rms = row_rms(X)
+    s = feature_scale(rms, D, 0.0, rng)
+    assert 0.85 <= s <= 1.15
+    for a in (1e-3, 4.0, 1e4):
+        # the same bisection on a shifted log scale: equal up to one bracket
+        assert feature_scale(a * rms, D, 0.0, rng) / (a * s) == pytest.approx(
+            1.0, abs=0.05
+        )
+    noisy = [feature_scale(rms, D, 50.0, rng) for _ in range(20)]
+    assert max(abs(v / s - 1.0) for v in noisy) < 0.1  # the median is robust
+
+
+def test_feature_scale_of_sparse_unit_columns_is_one():
+    # one-hot blocks (8 of 80 columns active) have unit entries: s ~ 1, not
+    # sqrt(8 / 80), which would make the default step 10x too large
+    rng = np.random.default_rng(10)
+    n, blocks, width = 5000, 8, 10
+    X = np.zeros((n, blocks * width))
+    X[
+        np.arange(n)[:, None],
+        np.arange(blocks) * width + rng.integers(width, size=(n, blocks)),
+    ] = 1.0
+    X[:50] = 0.0  # all-zero rows say nothing about the scale
+    s = feature_scale(row_rms(X), X.shape[1], 0.0, rng)
+    assert 0.9 <= s <= 1.1
+    assert feature_scale(row_rms(3 * X), X.shape[1], 0.0, rng) == pytest.approx(
+        3 * s, rel=0.05
+    )
+
+
+def test_private_design_intercept_column_and_back():
+    rng = np.random.default_rng(1)
+    X = 100.0 * _features(3000, rng)
+    des = private_design(X, rng, z_scale=0.0, fit_intercept=True)
+    assert des.scale == pytest.approx(100.0, rel=0.15)
+    np.testing.assert_array_equal(des.X[:, -1], des.scale)
+    np.testing.assert_allclose(des.row_norms, np.linalg.norm(des.X, axis=1))
+    w = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 0.5])
+    np.testing.assert_allclose(des.to_design(des.to_original(w)), w)
+    assert des.to_original(w)[-1] == pytest.approx(0.5 * des.scale)
+    one = private_design(X, rng, fit_intercept=True, scaled_intercept=False)
+    assert one.scale == 1.0 and np.all(one.X[:, -1] == 1.0)  # nothing released
+    assert private_design(X, rng).X.shape == X.shape
+
+
+@pytest.mark.parametrize(
+    "make, kwargs",
+    [
+        (kl.make_known_lipschitz_plan, dict(n_steps=30, n_scales=3)),
+        (onepass.make_onepass_plan, dict(n_scales=2)),
+        (make_localized_plan, dict(n_steps=20, n_scales=2)),
+    ],
+    ids=["known_lipschitz", "onepass", "localized"],
+)
+def test_plans_pay_for_the_feature_scale(make, kwargs):
+    mu = gdp_mu(1.0, 1e-5)
+    without = make(mu, 10_000, D + 1, **kwargs)
+    with_scale = make(mu, 10_000, D + 1, feature_scale=True, **kwargs)
+    assert with_scale.feature_scale and not without.feature_scale
+    assert with_scale.n_scales == without.n_scales + 1
+    assert gdp_mu_of(with_scale.event) == pytest.approx(mu)
+    # every scale quantile gets the same share of the budget
+    assert with_scale.z_scale == pytest.approx(without.z_scale)
+
+
+def test_solver_draws_the_feature_scale_it_planned(monkeypatch):
+    from skdp.solvers import heavy_tailed_bounds as bounds
+
+    calls = []
+    real = bounds.gaussian_noise
+
+    def record(rng, std, size=None):
+        calls.append((float(std), size))
+        return real(rng, std, size)
+
+    monkeypatch.setattr(bounds, "gaussian_noise", record)
+    X, y = _linear(3000, 2)
+    needed = kl.known_lipschitz_scales(SquaredLoss(), math.inf, intercept=True)
+    plan = kl.make_known_lipschitz_plan(
+        gdp_mu(1.0, 1e-5), 3000, D + 1, 20, n_scales=needed, feature_scale=True
+    )
+    res = kl.known_lipschitz(
+        100 * X,
+        y,
+        SquaredLoss(),
+        plan,
+        np.random.default_rng(3),
+        step_size=1.0,
+        fit_intercept=True,
+    )
+    scale_counts = [c for c in calls if c == (plan.z_scale, None)]
+    assert len(scale_counts) == plan.n_scales * RANGE_STEPS == (needed + 1) * 10
+    assert res.extra["feature_scale"] == pytest.approx(100.0, rel=0.2)
+    assert res.step_sizes[0] == pytest.approx(1.0 / res.extra["feature_scale"] ** 2)
+    # a plan whose quantiles do not include the feature scale is refused
+    short = kl.make_known_lipschitz_plan(
+        gdp_mu(1.0, 1e-5), 3000, D + 1, 20, n_scales=needed - 1, feature_scale=True
+    )
+    with pytest.raises(ValueError, match="does not pay"):
+        kl.known_lipschitz(
+            X,
+            y,
+            SquaredLoss(),
+            short,
+            np.random.default_rng(3),
+            step_size=1.0,
+            fit_intercept=True,
+        )
+
+
+# -- the estimators in other units --------------------------------------------
+LINEAR_UNITS = [(100.0, 0.01), (0.01, 100.0), (4.0, 4.0)]
+
+
+@pytest.mark.parametrize("solver", ["known_lipschitz", "onepass", "localized"])
+def test_linear_fit_is_unit_free(solver):
+    X, y = _linear(8000, 4)
+    ref = HeavyTailedLinearRegression(solver=solver, random_state=0).fit(X, y)
+    base = _linear_risk(ref, 1.0, 1.0)
+    assert 0.8 <= ref.feature_scale_ <= 1.2  # t(5): median norm a bit below
+    for a, c in LINEAR_UNITS:
+        m = HeavyTailedLinearRegression(solver=solver, random_state=0).fit(a * X, c * y)
+        assert m.feature_scale_ == pytest.approx(a * ref.feature_scale_, rel=0.05)
+        risk = _linear_risk(m, a, c)
+        # same seed, same data in other units: the same fit up to the
+        # rounding of the log-scale bisections (a 10x band would still catch
+        # the divergence at a = 100 and the stall at a = 0.01 seen before)
+        assert np.isfinite(risk) and 0.67 <= risk / base <= 1.5, (a, c, risk, base)
+
+
+def test_logistic_fit_is_unit_free():
+    X, y = _binary(8000, 5)
+    ref = HeavyTailedLogisticRegression(random_state=0, classes=[0, 1]).fit(X, y)
+    base = _logistic_risk(ref, 1.0)
+    for a in (0.01, 4.0, 100.0):
+        m = HeavyTailedLogisticRegression(random_state=0, classes=[0, 1]).fit(a * X, y)
+        risk = _logistic_risk(m, a)
+        assert np.isfinite(risk) and 0.67 <= risk / base <= 1.5, (a, risk, base)
+
+
+def test_intercept_in_natural_units():
+    # features x 100 and a large offset: the intercept column is s, so the
+    # intercept converges as fast as the coefficients
+    X, y = _linear(5000, 6)
+    m = HeavyTailedLinearRegression(epsilon=1.0, random_state=0).fit(100 * X, y + 49.0)
+    assert m.intercept_ == pytest.approx(50.0, rel=0.02)
+    np.testing.assert_allclose(m.coef_ * 100, W, atol=0.1)
+
+
+def test_a_given_step_size_is_used_as_is_and_releases_no_scale():
+    X, y = _linear(3000, 7)
+    m = HeavyTailedLinearRegression(step_size=0.3, epsilon=0.8, random_state=0)
+    m.fit(X, y)
+    assert m.feature_scale_ == 1.0 and m.step_sizes_[0] == 0.3
+    assert 0.97 * 0.8 <= m.privacy_spent_[0] <= 0.8
+    plan = m._make_plan(3000, D + 1, 1.0, SquaredLoss())
+    default = HeavyTailedLinearRegression()._make_plan(3000, D + 1, 1.0, SquaredLoss())
+    assert plan.n_scales + 1 == default.n_scales
+
+
+# -- divergence guard -------------------------------------------------------------
+@pytest.mark.parametrize("overshoot", [2.3, 20.0, 1e4])
+def test_divergence_guard_catches_slow_and_fast_divergence(overshoot):
+    # step = overshoot / L on a quadratic with L ~ 1: at 2.3 the gradient only
+    # grows 1.3x per step, which a one-step 1.5x rule never sees
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(2000, 3))
+    w = np.array([1.0, -1.0, 0.5])
+    L = np.linalg.eigvalsh(X.T @ X / 2000).max()
+    plan = make_full_batch_plan(np.inf, 2000, 3, 40)
+    res = clipped_dp_gd(
+        X, X @ w, SquaredLoss(), plan, rng, step_size=overshoot / L, clip=1e6
+    )
+    np.testing.assert_allclose(res.coef, w, atol=1e-3)
+    assert res.step_sizes[-1] * L < 2.0
+    if overshoot > 10:  # cut by the growth factor, not halved 10+ times
+        assert np.count_nonzero(np.diff(res.step_sizes)) <= 2
