@@ -390,7 +390,7 @@ _COMMON_DOC = """
     step_size : float, default=None
         Full-batch step, in the units of the data (used as given, and no
         feature scale is released). Default:
-        ``max(0.25, min(1, sqrt(0.006 / p))) / (curvature s**2)`` with ``p``
+        ``max(0.25, min(1, sqrt(0.006 / p)) / curvature) / s**2`` with ``p``
         the planned clipped fraction and ``s`` the private feature scale
         (see Notes), i.e. ``1 / L`` when the noise is small and smaller
         steps (more averaging) when it dominates. For ``onepass``, the
