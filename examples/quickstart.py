@@ -158,8 +158,9 @@ def shared_budget():
     for _ in range(3):
         model.fit(X, y)
     print(
-        "\nA shared budget: three fits at epsilon=0.5 compose to "
-        f"epsilon={accountant.spent_epsilon:.3f} (not 1.5) at delta=1e-5"
+        "\nA shared budget: three fits at (epsilon=0.5, delta=1e-6) compose to "
+        f"epsilon={accountant.spent_epsilon:.3f} at delta=1e-5 "
+        "(basic composition: 1.5 at 3e-6)"
     )
 
 
