@@ -507,7 +507,7 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
         column used (1 when not released: a given ``step_size``, or too few
         records).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Defined only when ``X`` has string feature names.
 
     See Also
@@ -654,7 +654,7 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
     feature_scale_ : float or list of float
         Private feature scale ``s`` (1 when not released).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
 
     See Also
     --------
