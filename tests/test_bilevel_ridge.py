@@ -322,11 +322,8 @@ def test_outer_loop_minimizes_the_corrected_objective():
         corrected = [obj.corrected_value(a) for a in grid]
         best = int(np.argmin(corrected))
         spread = max(corrected) - min(corrected)
-        # AdaGrad steps shrink: in a flat region the loop may stop short of
-        # the exact minimizer, at a nearly optimal value.
-        assert obj.corrected_value(res.alpha) <= min(corrected) + 0.01 * spread
-        if seed < 2:  # interior, well-curved minima
-            assert res.alpha == pytest.approx(grid[best], rel=0.1)
+        assert obj.corrected_value(res.alpha) <= min(corrected) + 1e-3 * spread
+        assert res.alpha == pytest.approx(grid[best], rel=0.1)
         biased = [obj.value(a) for a in grid]
         unbiased = [v - obj.noise_bias_and_sd(a)[0] for v, a in zip(biased, grid)]
         shifts.append(grid[int(np.argmin(biased))] / grid[int(np.argmin(unbiased))])

@@ -149,11 +149,18 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     max_iter : int, default=100
         Outer iterations ``T``.
     step_size : float, default=1.0
-        Outer step on ``log(alpha)``: ``eta_0`` of the AdaGrad-norm rule
-        ``eta_t = eta_0 / sqrt(sum_s g_s**2)`` (post-processing of the private
-        hypergradients), or the constant step if ``adaptive_step=False``.
+        Outer step on ``log(alpha)``: the first step of the adaptive rule, or
+        the constant step if ``adaptive_step=False``.
     adaptive_step : bool, default=True
-        Use the AdaGrad-norm rule instead of the paper's constant step.
+        Use an adaptive step (a function of the private hypergradients only,
+        so post-processing) instead of the paper's constant step. With
+        ``"sufficient_statistics"`` the rule is sign-based (Rprop: the step
+        grows by 1.2 while the hypergradient keeps its sign, up to 2, and
+        halves when it flips): the hypergradient on ``log(alpha)`` varies by
+        orders of magnitude along the path, and the scale-dependent
+        AdaGrad-norm rule stalled far from the minimizer after the first
+        large gradients. The noisy inner solvers use AdaGrad-norm
+        (``eta_t = step_size / sqrt(sum_s g_s**2)``), which damps their noise.
     penalty : float, default=None
         ``lambda`` of the penalized inner problem ``f / lambda + g``. Default:
         large (``1e4 (1 + 2 / omega)``) for exact statistics, ``100`` for

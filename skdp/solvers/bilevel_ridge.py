@@ -107,7 +107,9 @@ class BilevelRidgeSettings:
     step_size : float
         Outer step (in ``log(alpha)`` units; AdaGrad's ``eta_0`` if adaptive).
     adaptive : bool
-        AdaGrad-norm outer steps (post-processing) instead of a constant step.
+        Adaptive outer steps (post-processing) instead of a constant step:
+        sign-based (Rprop) with sufficient statistics, AdaGrad-norm with the
+        noisy inner solvers.
     penalty : float or None
         ``lambda``; ``None`` picks the default of the inner solver.
     outer_noise : bool
@@ -129,6 +131,9 @@ class BilevelRidgeSettings:
         Sufficient statistics only: standard deviations of the released
         objective's privacy noise added to it (see
         :mod:`.bilevel_ridge_validation`).
+    bias_correction : bool
+        Sufficient statistics only: remove the noise-correlation bias of the
+        released objective (``False`` only for ablation studies).
     """
 
     inner_solver: str = "sufficient_statistics"
@@ -149,6 +154,7 @@ class BilevelRidgeSettings:
     inner_rounds: int = 2
     cross_validate: bool = True
     validation_margin: float = 1.0
+    bias_correction: bool = True
 
     def __post_init__(self):
         if self.inner_solver not in INNER_SOLVERS:
@@ -505,7 +511,12 @@ def validation_objective(train, val, plan):
         correlation=plan.stds.get("correlation", 0.0),
     )
     return ValidationObjective(
-        parts, pairs, noise, s.validation_margin, s.intercept_scaling
+        parts,
+        pairs,
+        noise,
+        s.validation_margin,
+        s.intercept_scaling,
+        bias_correction=s.bias_correction,
     )
 
 
@@ -546,7 +557,9 @@ def _fit_statistics(Xt, yt, Xv, yv, plan, rng):
         _project(s),
         n_iter=s.n_iter,
         step_size=s.step_size,
-        adaptive=s.adaptive,
+        # Exact (post-processed) hypergradients whose scale varies by orders
+        # of magnitude along log(alpha): a sign-based adaptive step.
+        step_rule="rprop" if s.adaptive else "constant",
     )
     alpha = float(np.exp(res.x[0]))
     final = raw_tr + raw_va

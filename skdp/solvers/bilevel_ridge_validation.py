@@ -121,6 +121,8 @@ class ValidationObjective:
         Standard deviations of the validation noise added to the objective.
     intercept_scaling : float, default=1.0
         Constant column of the released statistics.
+    bias_correction : bool, default=True
+        Remove the correlation bias (``False`` only for ablation studies).
 
     Examples
     --------
@@ -136,7 +138,16 @@ class ValidationObjective:
     True
     """
 
-    def __init__(self, parts, pairs, noise, margin=0.0, intercept_scaling=1.0):
+    def __init__(
+        self,
+        parts,
+        pairs,
+        noise,
+        margin=0.0,
+        intercept_scaling=1.0,
+        bias_correction=True,
+    ):
+        self.bias_correction = bool(bias_correction)
         self.parts = list(parts)
         self.pairs = [(int(p), int(o), float(w)) for p, o, w in pairs]
         self.noise = noise
@@ -219,7 +230,7 @@ class ValidationObjective:
         if self.noise.is_zero:
             return 0.0
         bias, sd = self.noise_bias_and_sd(alpha)
-        return -bias + self.margin * sd
+        return -bias * self.bias_correction + self.margin * sd
 
     def corrected_value(self, alpha):
         """The objective the outer loop minimizes."""
