@@ -48,13 +48,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from skdp import HeavyTailedLinearRegression, HeavyTailedLogisticRegression  # noqa: E402
 from skdp.losses import LogisticLoss, SquaredLoss  # noqa: E402
 from skdp.privacy import calibrate_gaussian, gaussian_noise, gdp_mu  # noqa: E402
-from skdp.solvers.heavy_tailed_common import fast_row_norms  # noqa: E402
 from skdp.solvers.heavy_tailed_kernels import clipped_gradient_sum  # noqa: E402
 from skdp.solvers.heavy_tailed_onepass import (  # noqa: E402
     STEP_DECAY,
     make_onepass_plan,
     onepass_clipped_dp_sgd,
 )
+from skdp.utils import safe_row_norms  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ADULT = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "adult"
@@ -119,7 +119,7 @@ def dp_gd(X, y, loss, clip, lr, epsilon, delta, rng, steps=GD_STEPS):
     Xa = np.ascontiguousarray(np.hstack([X, np.ones((len(X), 1))]))
     n, d = Xa.shape
     z = calibrate_gaussian(epsilon, delta, steps)
-    inv = 1.0 / fast_row_norms(Xa)
+    inv = 1.0 / safe_row_norms(Xa)
     w = np.zeros(d)
     for _ in range(steps):
         s = clipped_gradient_sum(Xa, y, w, inv, clip, loss)

@@ -27,7 +27,16 @@ extensions = [
 templates_path = ["_templates"]
 exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py.md5"]
 autosummary_generate = True
-autodoc_default_options = {"members": True, "inherited-members": False}
+# scikit-learn's generated metadata-routing setters and mixin methods point to
+# sklearn's own docs, which an offline build cannot link.
+autodoc_default_options = {
+    "members": True,
+    "inherited-members": False,
+    "exclude-members": (
+        "set_fit_request, set_predict_request, set_score_request, "
+        "set_partial_fit_request, get_metadata_routing, get_params, set_params, score"
+    ),
+}
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False

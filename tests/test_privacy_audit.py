@@ -15,42 +15,14 @@ from sklearn.base import clone, is_classifier
 
 from skdp.privacy._mechanisms import _scaled_noise
 from skdp.privacy.audit import audit_estimator, label_flip_canary
+from skdp.utils._audit_configs import AUDIT_PARAMS, CANARY_TARGET
 from skdp.utils._estimator_checks import public_estimators
 
-# Per-estimator settings with (nearly) one noisy release and public bounds.
-AUDIT_PARAMS = {
-    # Tuning fixed to one alpha: the output is ridge on one release of statistics.
-    "BilevelRidge": dict(
-        feature_norm=1.0,
-        target_bound=1.0,
-        alpha_min=20.0,
-        alpha_max=20.0,
-        fit_intercept=False,
-    ),
-    # One full-batch step at a private clip level.
-    "HeavyTailedLinearRegression": dict(
-        max_iter=1, feature_norm=1.0, fit_intercept=False
-    ),
-    "HeavyTailedLogisticRegression": dict(
-        max_iter=1, feature_norm=1.0, fit_intercept=False, classes=[0, 1]
-    ),
-    "MinimaxFairClassifier": dict(
-        solver="nispp",
-        sampling="disjoint",
-        batch_size=50,
-        max_iter=1,
-        feature_norm=1.0,
-        classes=[0, 1],
-    ),
-}
-# The heavy-tailed truncation drops rows with huge targets, from both datasets;
-# a moderate canary target is still clipped at the private clip level.
-CANARY_TARGET = {"HeavyTailedLinearRegression": 2.0}
 ESTIMATORS = [e for e in public_estimators() if type(e).__name__ in AUDIT_PARAMS]
 N_FITS = 300
 
 
-def _canary_data(estimator, n=50):
+def _canary_data(estimator, n=50):  # batch_size=50 in the NISPP config
     rng = np.random.default_rng(0)
     X = rng.normal(size=(n, 2))
     X[:, 0] = 0.0  # the canary's direction is unused by the other records

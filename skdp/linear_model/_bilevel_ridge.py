@@ -240,7 +240,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     privacy_spent_ : tuple of (float, float)
         Certified ``(epsilon, delta_)`` of the whole fit.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Defined when ``X`` has string column names.
 
     Notes

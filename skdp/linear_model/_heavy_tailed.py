@@ -449,7 +449,7 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
         ``known_lipschitz`` only: rows with a larger per-row Lipschitz bound
         were replaced by the zero function.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Defined only when ``X`` has string feature names.
 
     See Also
@@ -594,7 +594,7 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
     truncation_threshold_ : float or list of float
         ``known_lipschitz`` only.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
 
     See Also
     --------
