@@ -8,13 +8,24 @@ from sklearn.linear_model import Ridge
 
 from skdp import BilevelRidge, BudgetExceededError, PrivacyAccountant
 from skdp.privacy import certify_epsilon
-from skdp.solvers.bilevel_ridge import BilevelRidgeSettings, plan_bilevel_ridge
+from skdp.solvers.bilevel_plan import gdp_budget
+from skdp.solvers.bilevel_ridge import (
+    BilevelRidgeSettings,
+    bilevel_ridge,
+    plan_bilevel_ridge,
+    validation_objective,
+)
 from skdp.solvers.bilevel_ridge_output import output_sensitivities
 from skdp.solvers.bilevel_ridge_stats import (
     exact_statistics,
     gram_sensitivity,
     moment_sensitivity,
     release_statistics,
+)
+from skdp.solvers.bilevel_ridge_validation import (
+    ValidationNoise,
+    ValidationObjective,
+    validation_loss,
 )
 
 SOLVERS = ["sufficient_statistics", "output_perturbation", "loc_gd"]
@@ -28,9 +39,9 @@ def linear_data(n=2000, d=8, noise=3.0, seed=0, intercept=2.0):
     return X, X @ coef + intercept + noise * rng.normal(size=n), coef
 
 
-def validation_split(n, seed, fraction=0.4):
-    """The estimator's public split: the first draw of its generator when
-    both bounds are given."""
+def validation_split(n, seed, fraction=0.5):
+    """The estimator's public split (train, validation): the first draw of
+    its generator when both bounds are given."""
     perm = np.random.default_rng(seed).permutation(n)
     n_val = int(round(fraction * n))
     return perm[n_val:], perm[:n_val]
@@ -177,24 +188,146 @@ def test_output_perturbation_sensitivity_coupled():
 # -- the estimator ---------------------------------------------------------------
 
 
-def test_non_private_matches_sklearn_and_validation_optimum():
+def _validation_curve(X, y, tr, va, grid, two_fold):
+    """Non-private validation loss of sklearn Ridge on the estimator's split:
+    two-fold (each part scored by the model of the other, weighted by part
+    size) or the single split."""
+    out = []
+    for a in grid:
+        err = np.sum((Ridge(alpha=a).fit(X[tr], y[tr]).predict(X[va]) - y[va]) ** 2)
+        if two_fold:
+            pred = Ridge(alpha=a).fit(X[va], y[va]).predict(X[tr])
+            err += np.sum((pred - y[tr]) ** 2)
+            out.append(err / len(y))
+        else:
+            out.append(err / len(va))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("two_fold", [True, False])
+def test_non_private_alpha_is_the_validation_optimum(two_fold):
+    """epsilon = inf: alpha_ minimizes the intended objective (two-fold or
+    single-split validation loss on the estimator's own split, same alpha
+    units, same intercept treatment) and the model is sklearn's Ridge at
+    alpha_ on all rows."""
     X, y, _ = linear_data(3000, 10, noise=6.0)
+    fraction = 0.5 if two_fold else 0.4
     model = BilevelRidge(
-        epsilon=np.inf, feature_norm=100.0, target_bound=1e3, random_state=3
+        epsilon=np.inf,
+        feature_norm=100.0,
+        target_bound=1e3,
+        cross_validate=two_fold,
+        validation_fraction=fraction,
+        random_state=3,
     ).fit(X, y)
     ref = Ridge(alpha=model.alpha_).fit(X, y)
     np.testing.assert_allclose(model.coef_, ref.coef_, rtol=1e-8, atol=1e-10)
     assert model.intercept_ == pytest.approx(ref.intercept_, rel=1e-8)
-    tr, va = validation_split(3000, 3)
+    tr, va = validation_split(3000, 3, fraction)
     grid = np.logspace(-1, 5, 241)
-    losses = [
-        np.mean((Ridge(alpha=a).fit(X[tr], y[tr]).predict(X[va]) - y[va]) ** 2)
-        for a in grid
-    ]
+    losses = _validation_curve(X, y, tr, va, grid, two_fold)
     best = grid[int(np.argmin(losses))]
     assert 1e-1 < best < 1e5  # an interior optimum
-    assert best / 1.5 < model.alpha_ < best * 1.5
+    assert best / 1.1 < model.alpha_ < best * 1.1
     assert model.privacy_spent_ == (np.inf, model.delta_)
+
+
+def test_correlation_bias_and_noise_sd_are_exact():
+    """Monte Carlo over the moment noise (Gram exact): the released two-fold
+    objective minus the exact validation loss of the same (noisy) models has
+    mean -rho s^2 tr(K) and, without signal, standard deviation
+    s^2 sqrt((1 + rho^2) tr(K^2)) -- the terms the outer loop corrects by."""
+    rng = np.random.default_rng(8)
+    n, d, rho, s = 400, 3, -0.5, 8.0
+    X = rng.normal(size=(n, d)) / 2.0
+    for signal in (1.0, 0.0):
+        y = signal * (X @ np.ones(d) + 0.5) + 0.3 * rng.normal(size=n)
+        parts = [
+            exact_statistics(X[:200], y[:200], 1.0),
+            exact_statistics(X[200:], y[200:], 1.0),
+        ]
+        exact = [p.centered() for p in parts]
+        pairs = [(0, 1, 0.5), (1, 0, 0.5)]
+        obj = ValidationObjective(exact, pairs, ValidationNoise(s, rho))
+        for alpha in (0.5, 5.0, 50.0):
+            errors = []
+            for _ in range(3000):
+                noisy = [
+                    r.centered()
+                    for r in release_statistics(
+                        parts, gram_std=0.0, moment_std=s, correlation=rho, rng=rng
+                    )
+                ]
+                released = ValidationObjective(noisy, pairs, ValidationNoise(s, rho))
+                models = released.models(alpha)
+                truth = sum(
+                    w * validation_loss(exact[o], *m)
+                    for (_, o, w), m in zip(pairs, models)
+                )
+                errors.append(released.value(alpha) - truth)
+            bias, sd = obj.noise_bias_and_sd(alpha)
+            assert bias > 0  # rho < 0: the released loss is biased upward
+            # Plus an alpha-free term: the squared noise of the validation
+            # part's own intercept moment, E[(e / n_O)^2] / 2 per pair.
+            const = sum(0.5 * w * s * s / 200**2 for _, _, w in pairs)
+            se = np.std(errors) / math.sqrt(len(errors))
+            assert se < 0.3 * bias  # the test can tell the bias from zero
+            assert np.mean(errors) == pytest.approx(bias + const, abs=4 * se)
+            if signal == 0.0:
+                assert np.std(errors) == pytest.approx(sd, rel=0.08)
+
+
+def test_two_fold_hypergradient_matches_finite_difference():
+    X, y, _ = linear_data(600, 5, noise=2.0, seed=4)
+    parts = [
+        exact_statistics(X[:300], y[:300], 1.0).centered(),
+        exact_statistics(X[300:], y[300:], 1.0).centered(),
+    ]
+    obj = ValidationObjective(parts, [(0, 1, 0.5), (1, 0, 0.5)], ValidationNoise())
+    for alpha in (1.0, 30.0, 1000.0):
+        h = 1e-4
+        fd = (obj.value(alpha * math.exp(h)) - obj.value(alpha * math.exp(-h))) / (
+            2 * h
+        )
+        est = obj.hypergradient(alpha, lambda omega: 1e6 * (1 + 1 / omega))
+        assert est == pytest.approx(fd, rel=1e-3, abs=1e-9)
+
+
+def test_outer_loop_minimizes_the_corrected_objective():
+    """epsilon = 1: the privately driven loop lands on the minimizer of the
+    released objective plus its public correction; without the bias
+    correction the released loss prefers more penalty."""
+    X, y, _ = linear_data(20000, 6, noise=6.0, seed=9)
+    Xn = X / np.maximum(1.0, np.linalg.norm(X, axis=1) / 6.0)[:, None] / 6.0
+    yn = np.clip(y, -24.0, 24.0) / 24.0
+    n_tr = n_va = 10000
+    settings = BilevelRidgeSettings(alpha_max=10.0 * n_tr)
+    plan = plan_bilevel_ridge(settings, n_tr, n_va, 6, gdp_budget(1.0, 1e-5))
+    tr, va = np.arange(n_tr), np.arange(n_tr, 20000)
+    grid = np.logspace(-3, math.log10(settings.alpha_max), 300)
+    shifts = []
+    for seed in range(3):
+        res = bilevel_ridge(Xn, yn, tr, va, plan, np.random.default_rng(seed))
+        released = release_statistics(
+            [
+                exact_statistics(Xn[tr], yn[tr], 1.0),
+                exact_statistics(Xn[va], yn[va], 1.0),
+            ],
+            gram_std=plan.stds["gram"],
+            moment_std=plan.stds["moment"],
+            correlation=plan.stds["correlation"],
+            rng=np.random.default_rng(seed),  # the solver's first draws
+        )
+        obj = validation_objective(*released, plan)
+        corrected = [obj.corrected_value(a) for a in grid]
+        best = int(np.argmin(corrected))
+        spread = max(corrected) - min(corrected)
+        assert obj.corrected_value(res.alpha) <= min(corrected) + 1e-3 * spread
+        assert res.alpha == pytest.approx(grid[best], rel=0.1)
+        biased = [obj.value(a) for a in grid]
+        unbiased = [v - obj.noise_bias_and_sd(a)[0] for v, a in zip(biased, grid)]
+        shifts.append(grid[int(np.argmin(biased))] / grid[int(np.argmin(unbiased))])
+    assert min(shifts) >= 1.0 and max(shifts) > 10.0
 
 
 @pytest.mark.parametrize("start", [20.0, 1e6])
@@ -456,3 +589,40 @@ def test_centering_release_sensitivity_coupled():
     noisy = plan_bilevel_ridge(s, 20, 10, 3, 1.0)
     sens = 2 * math.sqrt(2)
     assert noisy.stds["centering"] == pytest.approx(sens / math.sqrt(0.05))
+
+
+def _prob_above_data(values, q, eps, bounds=(1e-6, 1e6)):
+    """Probability that the exponential-mechanism quantile (log scale) lands
+    above the largest value: intervals between sorted values, weight
+    length * exp(-eps |rank - q n| / 2)."""
+    v = np.log(np.sort(values))
+    edges = np.r_[math.log(bounds[0]), v, math.log(bounds[1])]
+    ranks = np.arange(v.size + 1)
+    logw = np.log(np.diff(edges)) - eps * np.abs(ranks - q * v.size) / 2
+    w = np.exp(logw - logw.max())
+    return w[-1] / w.sum()
+
+
+def test_small_n_private_bounds_get_enough_budget():
+    """At small n the bounds' budget is raised to n * epsilon_bound = 64 (at
+    most half of epsilon): with the old 10% the private bound landed far
+    above the data (and the noise blew up) with a large probability."""
+    from skdp.linear_model._bilevel_ridge import _bound_quantile
+
+    model = BilevelRidge(epsilon=1.0)
+    assert model._bound_epsilons(1000) == pytest.approx((64 / 1000, 64 / 1000))
+    assert model._bound_epsilons(250) == pytest.approx((0.25, 0.25))  # half
+    assert model._bound_epsilons(10**5) == pytest.approx((0.05, 0.05))
+    assert BilevelRidge(epsilon=0.2)._bound_epsilons(250) == pytest.approx((0.05, 0.05))
+    assert BilevelRidge(epsilon=1.0, target_bound=1.0)._bound_epsilons(500) == (
+        pytest.approx(64 / 500),
+        0.0,
+    )
+    norms = np.linalg.norm(np.random.default_rng(0).normal(size=(250, 10)), axis=1)
+    old, new = 0.05, model._bound_epsilons(250)[0]
+    p_old = _prob_above_data(norms, _bound_quantile(250, old), old)
+    p_new = _prob_above_data(norms, _bound_quantile(250, new), new)
+    assert p_old > 0.2 and p_new < 0.02
+    X, y, _ = linear_data(250, 4)
+    fitted = BilevelRidge(epsilon=1.0, random_state=0).fit(X, y)
+    assert 0.99 <= fitted.privacy_spent_[0] <= 1.0

@@ -227,6 +227,31 @@ def test_output_rule_is_smallest_step():
     assert res.t_out == 2 and res.x[0] == 0.0
 
 
+def test_rprop_step_reaches_the_minimizer_where_adagrad_stalls():
+    """F(u) = exp(-3u) + u from u0 = -5: the gradient shrinks by 1e6 along
+    the way, AdaGrad-norm's steps collapse after the first huge gradients,
+    the sign-based rule reaches u* = log(3) / 3 and the smallest step is
+    taken there."""
+    from skdp.solvers.bilevel import bilevel_outer_loop
+
+    def run(rule):
+        return bilevel_outer_loop(
+            np.array([-5.0]),
+            lambda x, t: (None, None),
+            lambda x, a, b: np.array([1.0 - 3.0 * math.exp(-3.0 * x[0])]),
+            lambda x: np.clip(x, -10.0, 10.0),
+            n_iter=60,
+            step_size=1.0,
+            step_rule=rule,
+        )
+
+    target = math.log(3.0) / 3.0
+    assert run("rprop").x[0] == pytest.approx(target, abs=1e-3)
+    assert abs(run("adagrad").x[0] - target) > 1.0
+    with pytest.raises(ValueError, match="step rule"):
+        run("newton")
+
+
 # -- sensitivities: coupled runs on neighbouring datasets --------------------
 
 

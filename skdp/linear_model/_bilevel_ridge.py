@@ -29,6 +29,12 @@ __all__ = ["BilevelRidge"]
 # Private bound estimation: the public search range and the target quantile.
 _BOUND_QUANTILE = 0.95
 _BOUND_RANGE = (1e-6, 1e6)
+# Smallest ``n * epsilon`` of one private bound: below it the exponential
+# mechanism's weight on the empty log-range around the data (12 decades
+# against data concentrated in a fraction of one) is no longer negligible,
+# and the bound, hence the noise, can blow up (measured on load_diabetes).
+_BOUND_MIN_N_EPSILON = 64.0
+_BOUND_MAX_SHARE = 0.5
 
 
 def _bound_quantile(n, epsilon):
@@ -50,14 +56,15 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     """Differentially private ridge regression with a privately tuned penalty.
 
     The penalty is tuned by differentially private bilevel optimization
-    (Kornowski, Sec. 7): a public random split into a training and a
-    validation part, and projected descent on ``log(alpha)`` driven by the
-    first-order hypergradient estimate ``lambda (R(theta^lambda) -
-    R(theta))``, ``R(theta) = ||coef||**2 / 2``, computed from two private
-    inner solutions (the paper's printed update has the wrong sign; this is
-    the corrected *descent* step). No grid search and no extra privacy cost
-    for tuning: with the default inner solver every inner problem, the outer
-    loop and the final model are post-processing of one private release.
+    (Kornowski, Sec. 7): a public random split into two parts, and projected
+    descent on ``log(alpha)`` driven by the first-order hypergradient estimate
+    ``lambda (R(theta^lambda) - R(theta))``, ``R(theta) = ||coef||**2 / 2``,
+    computed from private inner solutions (the paper's printed update has the
+    wrong sign; this is the corrected *descent* step). By default the upper
+    level is two-fold: the model trained on each part is validated on the
+    other. No grid search and no extra privacy cost for tuning: with the
+    default inner solver every inner problem, the outer loop and the final
+    model are post-processing of one private release.
 
     The outer variable is ``log(alpha)``: the update is
     ``log alpha <- clip(log alpha - eta_t * alpha d F / d alpha, log alpha_min,
@@ -81,14 +88,20 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         ``bounds_epsilon_share`` of ``epsilon``, searched in ``[1e-6, 1e6]``:
         the 95% quantile, or a lower one (down to the median) when
         ``n * epsilon`` is too small for the 95% quantile to be estimated
-        reliably. Passing a public bound is better, above all for small
-        ``n``: with few rows the private estimate is poor.
+        reliably. Passing a public bound is better, and **needed for good
+        accuracy at small** ``n`` (a few hundred rows): there the private
+        bounds take a large share of the budget and clip a lot (measured on
+        ``load_diabetes`` in ``benchmarks/results/bilevel_ridge.md``).
     target_bound : float, default=None
         Public bound on ``|y|``; targets are clipped to ``[-B, B]``. ``None``
         estimates a quantile of ``|y|`` privately, as above.
     bounds_epsilon_share : float, default=0.1
-        Fraction of ``epsilon`` spent on each bound estimated privately
-        (half of it each when both are). Ignored when both bounds are given.
+        Fraction of ``epsilon`` spent on the bounds estimated privately
+        (half of it each when both are). Raised for small ``n`` so that each
+        bound gets ``n * epsilon_bound >= 64`` (at most half of ``epsilon``
+        in total): with less, the estimate lands far above the data with a
+        non-negligible probability, and the noise (which grows with the
+        bounds) blows up. Ignored when both bounds are given.
     fit_intercept : bool, default=True
         Fit an unpenalized intercept, as scikit-learn's ``Ridge`` does.
         Centring is not free under DP: with ``"sufficient_statistics"`` the
@@ -105,12 +118,12 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         widened if needed to contain a given other end.
     alpha_init : float, default=None
         Start of the outer loop; default the geometric middle of the range.
-    validation_fraction : float, default=0.4
+    validation_fraction : float, default=0.5
         Size of the public, random validation part (drawn from
         ``random_state``, independently of the data). With
-        ``"sufficient_statistics"`` the final model still uses all rows, so
-        a large validation part costs little; 0.4 measured best among
-        0.1-0.4 (``benchmarks/bilevel_ridge.py``).
+        ``"sufficient_statistics"`` the final model still uses all rows, and
+        with ``cross_validate`` both parts are validation parts; two halves
+        measured best (``benchmarks/results/bilevel_ridge_design.md``).
     inner_solver : {"sufficient_statistics", "output_perturbation", "loc_gd"}, \
             default="sufficient_statistics"
         How the inner ridge problems are solved privately:
@@ -136,11 +149,18 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     max_iter : int, default=100
         Outer iterations ``T``.
     step_size : float, default=1.0
-        Outer step on ``log(alpha)``: ``eta_0`` of the AdaGrad-norm rule
-        ``eta_t = eta_0 / sqrt(sum_s g_s**2)`` (post-processing of the private
-        hypergradients), or the constant step if ``adaptive_step=False``.
+        Outer step on ``log(alpha)``: the first step of the adaptive rule, or
+        the constant step if ``adaptive_step=False``.
     adaptive_step : bool, default=True
-        Use the AdaGrad-norm rule instead of the paper's constant step.
+        Use an adaptive step (a function of the private hypergradients only,
+        so post-processing) instead of the paper's constant step. With
+        ``"sufficient_statistics"`` the rule is sign-based (Rprop: the step
+        grows by 1.2 while the hypergradient keeps its sign, up to 2, and
+        halves when it flips): the hypergradient on ``log(alpha)`` varies by
+        orders of magnitude along the path, and the scale-dependent
+        AdaGrad-norm rule stalled far from the minimizer after the first
+        large gradients. The noisy inner solvers use AdaGrad-norm
+        (``eta_t = step_size / sqrt(sum_s g_s**2)``), which damps their noise.
     penalty : float, default=None
         ``lambda`` of the penalized inner problem ``f / lambda + g``. Default:
         large (``1e4 (1 + 2 / omega)``) for exact statistics, ``100`` for
@@ -161,15 +181,30 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         released again and combined with the pooled ones by inverse variance
         (or, for the other solvers, a fresh private solve on all rows).
     noise_correlation : float, default=-0.5
-        Correlation ``rho`` in ``(-1, 0]`` between the noises of the training
-        and validation statistics (``"sufficient_statistics"`` only). A record
-        lies in one part, and the release is exactly as private as with
-        independent noise of standard deviation ``sigma sqrt(1 - rho**2)``
-        (``sigma`` the marginal one). A negative ``rho`` makes the pooled
-        statistics, hence the final model, more accurate (noise variance
-        ``2 (1 + rho) / (1 - rho**2)`` times a single full-data release's
-        instead of ``2``), at the price of noisier parts for tuning. -0.5
-        measured best among 0, -0.3, -0.5, -0.7.
+        Correlation ``rho`` in ``(-1, 0]`` between the noises of the two
+        parts' statistics (``"sufficient_statistics"`` only). A record lies in
+        one part, and the release is exactly as private as with independent
+        noise of standard deviation ``sigma sqrt(1 - rho**2)`` (``sigma`` the
+        marginal one). A negative ``rho`` makes the pooled statistics, hence
+        the final model, more accurate (noise variance ``2 / (1 - rho)``
+        times a single full-data release's instead of ``2``), at the price of
+        noisier parts for tuning. The bias this correlation adds to the
+        released validation loss is removed exactly (see Notes). -0.5
+        measured best among -0.3, -0.5, -0.7.
+    cross_validate : bool, default=True
+        ``"sufficient_statistics"`` only: the upper-level objective is the
+        two-fold validation loss (the model trained on each part scored on
+        the other, weighted by part size); the lower level is the pair of
+        part models. ``False``: the paper's single split (train on the first
+        part, validate on the second). Two-fold halves the relative noise of
+        the tuning signal at no privacy cost (post-processing).
+    validation_margin : float, default=1.0
+        ``"sufficient_statistics"`` only: the outer loop minimizes the
+        released validation loss, corrected for the noise correlation, plus
+        ``validation_margin`` standard deviations of its noise-times-noise
+        term (an upper confidence bound, a public function of ``alpha``; see
+        Notes). ``0`` trusts the noisy loss fully, which at small
+        ``n * epsilon`` picks penalties where the models are mostly noise.
     inner_max_iter : int, default=100
         Steps per localization round of ``"loc_gd"``.
     inner_rounds : int, default=2
@@ -210,17 +245,35 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
 
     Notes
     -----
-    Tuning needs validation information, which is itself noisy: at small
-    ``n * epsilon`` the validation loss is nearly flat within the privacy
-    noise and ``alpha_`` errs on the side of more regularization (see
-    ``benchmarks/results/bilevel_ridge.md`` for measured ratios to the best
-    fixed penalty chosen in hindsight).
+    Lower level: each part's model minimizes its mean squared loss ``/ 2``
+    plus ``omega / 2 ||coef||**2``, ``omega = alpha / n_part``; the intercept
+    is not penalized. Upper level (default solver): the two-fold validation
+    loss ``F(alpha)`` computed from the released statistics, plus a public
+    correction. Two facts about the released loss drive the correction
+    (derivations in :mod:`skdp.solvers.bilevel_ridge_validation`):
 
-    Objective: the training part's mean squared loss ``/ 2`` plus
-    ``omega / 2 ||coef||**2`` with ``omega = alpha / n_train``; the intercept is
-    not penalized. At ``epsilon=np.inf`` with bounds that clip nothing,
-    ``coef_``/``intercept_`` equal ``Ridge(alpha=alpha_).fit(X, y)`` (default
-    solver). Predictions add no noise. ``sample_weight`` is not supported.
+    - with correlated noise (``noise_correlation < 0``) a part's model and the
+      other part's statistics share noise, which biases the released
+      validation loss upward by ``-rho s**2 tr(K(alpha))`` (``s`` the moment
+      noise, ``K`` a sum of the parts' inverse regularized Gram matrices). The
+      bias is largest at small ``alpha``; uncorrected it pushed ``alpha_``
+      10-200 times too high at ``n = 1e5``. It is subtracted exactly;
+    - the noise-times-noise term keeps a standard deviation
+      ``s**2 sqrt((1 + rho**2) tr(K**2))``; ``validation_margin`` of it is
+      added, so ``alpha`` moves below the region where the part models are
+      mostly noise only on clear evidence.
+
+    The derivative of the correction enters the outer step as the paper's
+    ``grad_x f`` term; the rest of the step is the F2BA estimate. At
+    ``epsilon=np.inf`` both vanish, ``alpha_`` is the minimizer of the two-fold
+    validation loss and ``coef_``/``intercept_`` equal
+    ``Ridge(alpha=alpha_).fit(X, y)`` (default solver, bounds that clip
+    nothing). With privacy noise ``alpha_`` errs on the side of more
+    regularization: the part models (half the rows each) are noisier than
+    the final model on all rows, and the margin is conservative (see
+    ``benchmarks/results/bilevel_ridge.md`` for measured ratios to the best
+    fixed penalty chosen in hindsight). Predictions add no noise.
+    ``sample_weight`` is not supported.
 
     References
     ----------
@@ -264,6 +317,8 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         "outer_noise": ["boolean"],
         "refit_share": [Interval(Real, 0, 1, closed="left")],
         "noise_correlation": [Interval(Real, -1, 0, closed="right")],
+        "cross_validate": ["boolean"],
+        "validation_margin": [Interval(Real, 0, None, closed="left")],
         "inner_max_iter": [Interval(Integral, 1, None, closed="left")],
         "inner_rounds": [Interval(Integral, 1, None, closed="left")],
     }
@@ -280,7 +335,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         alpha_min=None,
         alpha_max=None,
         alpha_init=None,
-        validation_fraction=0.4,
+        validation_fraction=0.5,
         inner_solver="sufficient_statistics",
         max_iter=100,
         step_size=1.0,
@@ -289,6 +344,8 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         outer_noise=False,
         refit_share=0.0,
         noise_correlation=-0.5,
+        cross_validate=True,
+        validation_margin=1.0,
         inner_max_iter=100,
         inner_rounds=2,
         accountant=None,
@@ -312,6 +369,8 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         self.outer_noise = outer_noise
         self.refit_share = refit_share
         self.noise_correlation = noise_correlation
+        self.cross_validate = cross_validate
+        self.validation_margin = validation_margin
         self.inner_max_iter = inner_max_iter
         self.inner_rounds = inner_rounds
         self.accountant = accountant
@@ -328,13 +387,20 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         n_val = min(n - 1, max(1, int(round(self.validation_fraction * n))))
         return n - n_val, n_val
 
-    def _bound_epsilons(self):
-        """Pure-DP budget of each privately estimated bound."""
+    def _bound_epsilons(self, n):
+        """Pure-DP budget of each privately estimated bound.
+
+        ``bounds_epsilon_share * epsilon`` split over the missing bounds,
+        raised to ``64 / n`` each when ``n`` is small (at most half of
+        ``epsilon`` in total): a public function of ``n`` and ``epsilon``.
+        """
         missing = [b is None for b in (self.feature_norm, self.target_bound)]
         k = sum(missing)
         if k == 0:
             return 0.0, 0.0
         each = self.bounds_epsilon_share * self.epsilon / k
+        floor = min(_BOUND_MAX_SHARE * self.epsilon / k, _BOUND_MIN_N_EPSILON / n)
+        each = max(each, floor)
         return tuple(each if m else 0.0 for m in missing)
 
     def _settings(self, n_train, feature_norm):
@@ -365,6 +431,8 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             outer_noise=self.outer_noise,
             refit_share=self.refit_share,
             correlation=self.noise_correlation,
+            cross_validate=self.cross_validate,
+            validation_margin=self.validation_margin,
             inner_steps=self.inner_max_iter,
             inner_rounds=self.inner_rounds,
         )
@@ -400,7 +468,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 f"alpha_max={self.alpha_max:g}."
             )
         delta, rng = self._begin_private_fit(n)
-        eps_a, eps_b = self._bound_epsilons()
+        eps_a, eps_b = self._bound_epsilons(n)
         bound_events = [private_quantile_event(e) for e in (eps_a, eps_b) if e > 0]
         bounds_event = ComposedDpEvent(bound_events) if bound_events else None
         mu = gdp_budget(self.epsilon, delta, bounds_event)

@@ -156,8 +156,19 @@ def clipped_sum(rows, clip_norm):
     return _clip_factors(rows, clip_norm) @ rows
 
 
+RPROP_GROW, RPROP_SHRINK, RPROP_MAX = 1.2, 0.5, 2.0
+
+
 def bilevel_outer_loop(
-    x0, solve_inner, hypergradient, project, *, n_iter, step_size, adaptive=True
+    x0,
+    solve_inner,
+    hypergradient,
+    project,
+    *,
+    n_iter,
+    step_size,
+    adaptive=True,
+    step_rule=None,
 ):
     """Projected (hyper)gradient descent with the smallest-step output rule.
 
@@ -180,22 +191,43 @@ def bilevel_outer_loop(
         function of the private hypergradients only (post-processing), which
         removes the need to know the smoothness of ``F``. ``False`` gives the
         paper's constant step.
+    step_rule : {"adagrad", "rprop", "constant"}, default=None
+        Overrides ``adaptive`` when given. ``"rprop"`` (Riedmiller and Braun
+        1993), per coordinate: move by the current step against the sign of
+        the hypergradient; the step grows by 1.2 while the sign persists (up
+        to 2) and halves when it flips, starting at ``step_size``. It does
+        not depend on the hypergradient's scale, which on ``log(alpha)``
+        varies by orders of magnitude along the path (AdaGrad-norm then
+        stalls after the first large gradients).
 
     Returns
     -------
     BilevelResult
     """
+    rule = step_rule or ("adagrad" if adaptive else "constant")
+    if rule not in ("adagrad", "rprop", "constant"):
+        raise ValueError(f"Unknown step rule {rule!r}.")
     x = np.array(x0, dtype=float, copy=True)
     path, steps, grads, inner = [x.copy()], [], [], []
     sum_sq = 0.0
+    rprop = np.full(x.shape, float(step_size))
+    sign_prev = np.zeros(x.shape)
     for t in range(int(n_iter)):
         y_low, y_pen = solve_inner(x, t)
         g = np.atleast_1d(np.asarray(hypergradient(x, y_low, y_pen), dtype=float))
-        eta = float(step_size)
-        if adaptive:
-            sum_sq += float(g @ g)
-            eta = eta / math.sqrt(sum_sq) if sum_sq > 0 else 0.0
-        x_next = project(x - eta * g)
+        if rule == "rprop":
+            sign = np.sign(g)
+            flip = sign * sign_prev
+            rprop = np.where(flip > 0, np.minimum(rprop * RPROP_GROW, RPROP_MAX), rprop)
+            rprop = np.where(flip < 0, rprop * RPROP_SHRINK, rprop)
+            sign_prev = np.where(flip < 0, 0.0, sign)  # no double shrink
+            x_next = project(x - rprop * sign)
+        else:
+            eta = float(step_size)
+            if rule == "adagrad":
+                sum_sq += float(g @ g)
+                eta = eta / math.sqrt(sum_sq) if sum_sq > 0 else 0.0
+            x_next = project(x - eta * g)
         inner.append((y_low, y_pen))
         grads.append(g)
         steps.append(float(np.linalg.norm(x_next - x)))
