@@ -61,4 +61,6 @@ sphinx_gallery_conf = {
     "plot_gallery": "True",
 }
 
-warnings.filterwarnings("ignore", category=UserWarning, message="Matplotlib is currently using agg")
+warnings.filterwarnings(
+    "ignore", category=UserWarning, message="Matplotlib is currently using agg"
+)
