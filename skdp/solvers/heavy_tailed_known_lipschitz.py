@@ -31,7 +31,7 @@ from .heavy_tailed_common import (
     split_gdp,
 )
 from .heavy_tailed_gd import FullBatchPlan, clipped_dp_gd, make_full_batch_plan
-from .heavy_tailed_units import private_design
+from .heavy_tailed_units import planned_design
 
 __all__ = [
     "KnownLipschitzPlan",
@@ -290,14 +290,11 @@ def known_lipschitz(
     is_lipschitz = not (math.isinf(radius) and isinstance(loss, SquaredLoss))
     need_target = (clip is None and not is_lipschitz) or warm
     needed = (truncation is None) + need_target + warm + plan.feature_scale
-    if not plan.default_scales and plan.n_scales != needed:
-        raise ValueError(
-            "The plan does not pay for the scale quantiles this run needs."
-        )
-    design = private_design(
+    design = planned_design(
         X,
         rng,
-        z_scale=plan.z_scale if plan.feature_scale else None,
+        plan,
+        needed,
         fit_intercept=fit_intercept,
         scaled_intercept=scaled_intercept,
         row_norms=row_norms,

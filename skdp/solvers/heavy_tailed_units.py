@@ -47,6 +47,7 @@ __all__ = [
     "Design",
     "feature_scale",
     "gaussian_norm_median",
+    "planned_design",
     "private_design",
     "row_rms",
 ]
@@ -235,3 +236,38 @@ def private_design(
     with np.errstate(over="ignore"):
         full = np.hypot(norms, value)
     return Design(Xd, full, s, value)
+
+
+def planned_design(X, rng, plan, n_needed, **kwargs):
+    """Check that ``plan`` pays for the run's scale quantiles, then release.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Features (already clipped to any public feature norm).
+    rng : numpy.random.Generator
+    plan : object
+        A solver plan with ``default_scales``, ``n_scales``, ``z_scale`` and
+        ``feature_scale`` attributes.
+    n_needed : int
+        Scale quantiles this run releases (the feature scale included).
+    **kwargs
+        ``fit_intercept``, ``scaled_intercept`` and ``row_norms`` of
+        :func:`private_design`.
+
+    Returns
+    -------
+    Design
+
+    Raises
+    ------
+    ValueError
+        If a custom plan pays for a different number of quantiles than the
+        run releases (the accounting would not match the mechanism).
+    """
+    if not plan.default_scales and plan.n_scales != n_needed:
+        raise ValueError(
+            "The plan does not pay for the scale quantiles this run needs."
+        )
+    z_scale = plan.z_scale if plan.feature_scale else None
+    return private_design(X, rng, z_scale=z_scale, **kwargs)
