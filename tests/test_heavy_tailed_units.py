@@ -56,6 +56,29 @@ def _logistic_risk(model, a):
 
 
 # -- the release --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "replacement",
+    [np.zeros(D), np.full(D, 1e300), np.eye(D)[0] * 1e-300, -1e6 * np.ones(D)],
+    ids=["zeros", "huge", "tiny-one-hot", "negative"],
+)
+def test_feature_scale_counts_move_by_at_most_one(replacement):
+    """Coupled run: every count the scale bisection can query (any threshold)
+    differs by at most 1 between neighbouring datasets, the sensitivity its
+    noise is calibrated to."""
+    rng = np.random.default_rng(3)
+    X = _features(500, rng)
+    X_prime = X.copy()
+    X_prime[17] = replacement
+    rms, rms_prime = row_rms(X), row_rms(X_prime)
+    thresholds = np.concatenate([[0.0, np.inf], np.logspace(-320, 308, 5000)])
+    counts = (rms[:, None] <= thresholds).sum(axis=0)
+    counts_prime = (rms_prime[:, None] <= thresholds).sum(axis=0)
+    assert np.max(np.abs(counts - counts_prime)) <= 1
+    assert np.max(np.abs(counts - counts_prime)) == 1  # the replacement is seen
+
+
 def test_feature_scale_is_one_on_standardized_data_and_follows_the_units():
     rng = np.random.default_rng(0)
     X = _features(20_000, rng)
