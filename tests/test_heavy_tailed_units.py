@@ -259,3 +259,108 @@ def test_divergence_guard_catches_slow_and_fast_divergence(overshoot):
     assert res.step_sizes[-1] * L < 2.0
     if overshoot > 10:  # cut by the growth factor, not halved 10+ times
         assert np.count_nonzero(np.diff(res.step_sizes)) <= 2
+
+
+# -- private centring -----------------------------------------------------------
+
+
+def _offset_linear(n, seed, offset=3.0):
+    X, y = _linear(n, seed)
+    return X + offset, y
+
+
+def test_center_matches_sklearn_without_noise():
+    from sklearn.linear_model import LinearRegression
+
+    X, y = _offset_linear(3000, 0)
+    model = HeavyTailedLinearRegression(
+        epsilon=np.inf, feature_norm=1e6, center=True, max_iter=3000
+    ).fit(X, y)
+    ref = LinearRegression().fit(X, y)
+    np.testing.assert_allclose(model.coef_, ref.coef_, atol=1e-3)
+    assert model.intercept_ == pytest.approx(ref.intercept_, abs=1e-2)
+    np.testing.assert_allclose(model.center_, X.mean(axis=0))
+
+
+def test_center_mean_moves_by_at_most_its_sensitivity():
+    """Coupled run: with the same random stream, the released means of
+    neighbouring datasets differ by the pre-noise shift, which is at most
+    2 feature_norm / n (rows are clipped to feature_norm first)."""
+    X, y = _offset_linear(400, 1)
+    X_prime = X.copy()
+    X_prime[5] = -1e9  # clipped to norm feature_norm in the opposite corner
+    C = 10.0
+    centers = [
+        HeavyTailedLinearRegression(
+            feature_norm=C, center=True, max_iter=1, random_state=7
+        )
+        .fit(Z, y)
+        .center_
+        for Z in (X, X_prime)
+    ]
+    shift = np.linalg.norm(centers[0] - centers[1])
+    assert shift <= 2 * C / 400 + 1e-12
+    assert shift > C / 400  # the replaced row does move the mean
+
+
+def test_center_is_paid_for():
+    X, y = _offset_linear(2000, 2)
+    for center in (False, True):
+        model = HeavyTailedLinearRegression(
+            epsilon=1.0, feature_norm=20.0, center=center, random_state=0
+        ).fit(X, y)
+        eps, delta = model.privacy_spent_
+        assert eps <= 1.0 + 1e-9 and eps == pytest.approx(1.0, rel=1e-2)
+        assert delta == pytest.approx(model.delta_)
+    # (the centred plan would certify ~3% less than 1 if its mean release
+    # were missing from the plan)
+
+
+def test_center_removes_a_large_offset():
+    X, y = _offset_linear(10_000, 3)
+
+    def risk(center):
+        model = HeavyTailedLinearRegression(
+            feature_norm=40.0, center=center, random_state=0
+        ).fit(X, y)
+        b = model.intercept_ + 3.0 * model.coef_.sum()  # back to unshifted X
+        return float(np.sum((model.coef_ - W) ** 2) + (b - 1.0) ** 2)
+
+    assert risk(True) < 0.1 * risk(False)
+    assert risk(True) < 0.05
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"center": True}, "feature_norm"),
+        (
+            {"center": True, "feature_norm": 5.0, "fit_intercept": False},
+            "fit_intercept",
+        ),
+    ],
+)
+def test_center_needs_a_public_norm_and_an_intercept(params, match):
+    X, y = _linear(200, 4)
+    with pytest.raises(ValueError, match=match):
+        HeavyTailedLinearRegression(**params).fit(X, y)
+
+
+def test_center_logistic_multiclass_uses_one_shared_mean():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(3000, 3))
+    y = np.argmax(X @ rng.normal(size=(3, 3)), axis=1)
+    X = X + 4.0
+    model = HeavyTailedLogisticRegression(
+        epsilon=np.inf, feature_norm=100.0, center=True, max_iter=300
+    ).fit(X, y)
+    assert model.center_.shape == (3,)
+    assert model.score(X, y) > 0.9
+    # the same fit as on features centred beforehand, reported for raw X
+    pre = HeavyTailedLogisticRegression(
+        epsilon=np.inf, feature_norm=100.0, max_iter=300
+    ).fit(X - X.mean(axis=0), y)
+    np.testing.assert_allclose(model.coef_, pre.coef_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(
+        model.intercept_, pre.intercept_ - X.mean(axis=0) @ pre.coef_.T, atol=1e-6
+    )
