@@ -364,3 +364,18 @@ def test_center_logistic_multiclass_uses_one_shared_mean():
     np.testing.assert_allclose(
         model.intercept_, pre.intercept_ - X.mean(axis=0) @ pre.coef_.T, atol=1e-6
     )
+
+
+def test_planned_design_rejects_unpaid_feature_scale_with_default_scales():
+    # a custom plan with public default scales that still asks for the
+    # feature scale must pay for it: its event holds no scale counts here
+    from skdp.solvers.heavy_tailed_units import planned_design
+
+    class Plan:
+        default_scales, feature_scale, n_scales, z_scale = True, True, 0, 5.0
+
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    with pytest.raises(ValueError, match="does not pay"):
+        planned_design(X, np.random.default_rng(0), Plan(), 1)
+    Plan.n_scales = 1  # paid: released
+    assert planned_design(X, np.random.default_rng(0), Plan(), 1).scale > 0

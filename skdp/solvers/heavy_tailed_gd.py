@@ -351,8 +351,12 @@ def clipped_dp_gd(
     else:
         checkpoints = set()
         C = float(clip)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):
         inv_norms = np.where(row_norms > 0, 1.0 / row_norms, 0.0)
+    # 1 / ||x_i|| overflows for a subnormal norm: the derivative cap would be
+    # inf and the row's gradient (huge |y| times a tiny row) would escape the
+    # clip, so such rows are skipped like zero rows (a per-record map)
+    inv_norms[~np.isfinite(inv_norms)] = 0.0
     lr = float(step_size)
     clip_levels = np.empty(T)
     step_sizes = np.empty(T)

@@ -265,7 +265,9 @@ def planned_design(X, rng, plan, n_needed, **kwargs):
         If a custom plan pays for a different number of quantiles than the
         run releases (the accounting would not match the mechanism).
     """
-    if not plan.default_scales and plan.n_scales != n_needed:
+    # with public default scales only the feature scale (if any) is released
+    releases = int(plan.feature_scale) if plan.default_scales else n_needed
+    if plan.n_scales != releases:
         raise ValueError(
             "The plan does not pay for the scale quantiles this run needs."
         )
