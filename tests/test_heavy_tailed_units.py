@@ -379,3 +379,17 @@ def test_planned_design_rejects_unpaid_feature_scale_with_default_scales():
         planned_design(X, np.random.default_rng(0), Plan(), 1)
     Plan.n_scales = 1  # paid: released
     assert planned_design(X, np.random.default_rng(0), Plan(), 1).scale > 0
+
+
+@pytest.mark.parametrize("solver", ["known_lipschitz", "onepass", "localized"])
+def test_public_moment_bound_at_infinite_budget_is_finite(solver):
+    """With a public G_k and epsilon = inf the paper's clip is infinite (no
+    clipping) and there is no noise: the fit must not turn into nan."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 3))
+    y = X @ np.array([1.0, 2.0, 3.0]) + rng.normal(size=500)
+    model = HeavyTailedLinearRegression(
+        epsilon=np.inf, G_k=3.0, radius=50.0, solver=solver, random_state=0
+    ).fit(X, y)
+    assert np.all(np.isfinite(model.coef_))
+    np.testing.assert_allclose(model.coef_, [1.0, 2.0, 3.0], atol=0.35)

@@ -19,11 +19,38 @@ import numpy as np
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
 
 __all__ = [
+    "noise_std",
     "split_gdp",
     "row_lipschitz_bounds",
     "loss_code",
     "safe_derivatives",
 ]
+
+
+def noise_std(sensitivity, z):
+    """Standard deviation ``z * sensitivity`` of a Gaussian release.
+
+    With ``z = 0`` (``epsilon = inf``) there is no noise, also when the
+    sensitivity is infinite (no clipping, e.g. the paper's clip formula at
+    infinite budget), where ``0 * inf`` would give ``nan``.
+
+    Parameters
+    ----------
+    sensitivity : float
+        L2 sensitivity of the released statistic.
+    z : float
+        Noise multiplier.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> noise_std(float("inf"), 0.0), noise_std(2.0, 1.5)
+    (0.0, 3.0)
+    """
+    return 0.0 if z == 0 else float(z) * float(sensitivity)
 
 
 def split_gdp(mu, parts):

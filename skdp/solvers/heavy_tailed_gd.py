@@ -26,6 +26,7 @@ from .heavy_tailed_bounds import (
     tail_fraction,
 )
 from .heavy_tailed_common import (
+    noise_std,
     safe_derivatives,
     split_gdp,
 )
@@ -391,11 +392,13 @@ def clipped_dp_gd(
         # sum of per-sample gradients clipped to C (scalar derivative clipped
         # to C / ||x_i||); rows with zero norm (e.g. truncated) are skipped
         clipped_sum = clipped_gradient_sum(X, y, w, inv_norms, C, loss)
-        noisy_sum = clipped_sum + gaussian_noise(rng, 2.0 * C * plan.z_grad, d)
+        noisy_sum = clipped_sum + gaussian_noise(
+            rng, noise_std(2.0 * C, plan.z_grad), d
+        )
         data_grad = noisy_sum / n
         clip_levels[t] = C
         gnorm = float(np.linalg.norm(data_grad + reg * (w - center)))
-        noise_norm = 2.0 * C * plan.z_grad * math.sqrt(d) / n
+        noise_norm = noise_std(2.0 * C, plan.z_grad) * math.sqrt(d) / n
         diverging = prev is not None and gnorm > _GUARD_NOISE_FLOOR * noise_norm
         diverging = diverging and (
             gnorm > _GUARD_GROWTH * prev[2]  # one step blew up

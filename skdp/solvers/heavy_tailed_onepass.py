@@ -49,6 +49,7 @@ from .heavy_tailed_bounds import (
 from .heavy_tailed_bounds import scale_share as bound_scale_share
 from .heavy_tailed_common import (
     loss_code,
+    noise_std,
     safe_derivatives,
     split_gdp,
 )
@@ -468,7 +469,7 @@ def onepass_clipped_dp_sgd(
         if return_phase_averages:
             averages.append(avg.copy())
         # Gaussian mechanism on the phase average: sensitivity 2 eta C
-        w = avg + gaussian_noise(rng, 2.0 * eta * C * plan.z_out[i], d)
+        w = avg + gaussian_noise(rng, noise_std(2.0 * eta * C, plan.z_out[i]), d)
         if not math.isinf(radius):
             nrm = float(np.linalg.norm(w))
             if nrm > radius:
