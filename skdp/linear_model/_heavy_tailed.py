@@ -553,7 +553,7 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
     truncation_threshold_ : float
         ``known_lipschitz`` only: rows with a larger per-row Lipschitz bound
         were replaced by the zero function.
-    center_ : ndarray of shape (n_features_in_,) or None
+    center_ : ndarray of shape (`n_features_in_`,) or None
         Private mean the features were centred at (``center=True``), else
         ``None``.
     feature_scale_ : float
@@ -707,7 +707,7 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
     step_sizes_ : ndarray or list of ndarray
     truncation_threshold_ : float or list of float
         ``known_lipschitz`` only.
-    center_ : ndarray of shape (n_features_in_,) or None
+    center_ : ndarray of shape (`n_features_in_`,) or None
         Private mean the features were centred at (``center=True``, shared
         by all classes), else ``None``.
     feature_scale_ : float or list of float
