@@ -12,6 +12,7 @@ from skdp.solvers.bilevel_plan import gdp_budget
 from skdp.solvers.bilevel_ridge import (
     BilevelRidgeSettings,
     bilevel_ridge,
+    final_penalty_factor,
     plan_bilevel_ridge,
     validation_objective,
 )
@@ -322,8 +323,8 @@ def test_outer_loop_minimizes_the_corrected_objective():
         corrected = [obj.corrected_value(a) for a in grid]
         best = int(np.argmin(corrected))
         spread = max(corrected) - min(corrected)
-        assert obj.corrected_value(res.alpha) <= min(corrected) + 1e-3 * spread
-        assert res.alpha == pytest.approx(grid[best], rel=0.1)
+        assert obj.corrected_value(res.tuned_alpha) <= min(corrected) + 1e-3 * spread
+        assert res.tuned_alpha == pytest.approx(grid[best], rel=0.1)
         biased = [obj.value(a) for a in grid]
         unbiased = [v - obj.noise_bias_and_sd(a)[0] for v, a in zip(biased, grid)]
         shifts.append(grid[int(np.argmin(biased))] / grid[int(np.argmin(unbiased))])
@@ -626,3 +627,29 @@ def test_small_n_private_bounds_get_enough_budget():
     X, y, _ = linear_data(250, 4)
     fitted = BilevelRidge(epsilon=1.0, random_state=0).fit(X, y)
     assert 0.99 <= fitted.privacy_spent_[0] <= 1.0
+
+
+def test_final_penalty_factor():
+    """Privacy part of the best penalty: noise variance over rows, final
+    statistics against a part's."""
+    from dataclasses import replace
+
+    s = BilevelRidgeSettings(alpha_max=1e4)
+    plan = plan_bilevel_ridge(s, 500, 500, 3, 1.0)
+    v = plan.stds["gram"] ** 2
+    pooled = 2.0 * (1.0 + s.correlation) * v
+    assert final_penalty_factor(plan, pooled) == pytest.approx(1.0 + s.correlation)
+    single = replace(s, cross_validate=False, correlation=0.0)
+    plan = plan_bilevel_ridge(single, 600, 400, 3, 1.0)
+    v = plan.stds["gram"] ** 2
+    assert final_penalty_factor(plan, 2.0 * v) == pytest.approx(1.2)
+    plan = plan_bilevel_ridge(s, 500, 500, 3, math.inf)
+    assert final_penalty_factor(plan, 0.0) == 1.0
+
+
+def test_final_penalty_is_the_tuned_one_rescaled():
+    X, y, _ = linear_data(4000, 4, seed=3)
+    model = BilevelRidge(feature_norm=6.0, target_bound=20.0, random_state=1)
+    model.fit(X, y)
+    tuned = model.alpha_path_[model.output_iteration_]
+    assert model.alpha_ == pytest.approx(tuned * (1.0 + model.noise_correlation))

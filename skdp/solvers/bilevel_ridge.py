@@ -33,7 +33,9 @@ Inner solvers:
   the other), and the released validation loss gets a public correction
   (exact removal of the bias the noise correlation adds, plus a margin of its
   noise standard deviation) whose ``log(alpha)``-derivative is the ``grad_x f``
-  term of the step (:mod:`.bilevel_ridge_validation`).
+  term of the step (:mod:`.bilevel_ridge_validation`). The final model is
+  ridge on the pooled statistics at the tuned penalty times
+  :func:`final_penalty_factor` (``1 + rho`` by default).
 - ``"output_perturbation"``: each inner solve is an exact ridge solution plus
   Gaussian noise (:mod:`.bilevel_ridge_output`).
 - ``"loc_gd"``: the paper's DP-Loc-GD (:mod:`.bilevel`, :mod:`.bilevel_inner`).
@@ -44,7 +46,7 @@ For the last two the intercept comes from privately released training means
 """
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -82,6 +84,7 @@ __all__ = [
     "BilevelRidgeResult",
     "plan_bilevel_ridge",
     "bilevel_ridge",
+    "final_penalty_factor",
     "validation_objective",
 ]
 
@@ -134,6 +137,11 @@ class BilevelRidgeSettings:
     bias_correction : bool
         Sufficient statistics only: remove the noise-correlation bias of the
         released objective (``False`` only for ablation studies).
+    rescale_final : bool
+        Sufficient statistics only: the final model on all rows uses the
+        tuned penalty times :func:`final_penalty_factor` (the pooled
+        statistics are less noisy per row than a part's); ``False`` only for
+        ablation studies.
     """
 
     inner_solver: str = "sufficient_statistics"
@@ -148,13 +156,14 @@ class BilevelRidgeSettings:
     outer_noise: bool = False
     outer_clip: float = 1.0
     refit_share: float = 0.0
-    correlation: float = -0.5
+    correlation: float = -0.6
     intercept_scaling: float = 1.0
     inner_steps: int = 100
     inner_rounds: int = 2
     cross_validate: bool = True
-    validation_margin: float = 1.0
+    validation_margin: float = 1.5
     bias_correction: bool = True
+    rescale_final: bool = True
 
     def __post_init__(self):
         if self.inner_solver not in INNER_SOLVERS:
@@ -209,10 +218,14 @@ class BilevelRidgeResult:
     coef : ndarray of shape (d,)
     intercept : float
     alpha : float
-        Selected penalty (sum units over the training part).
+        Penalty of the returned model (sum units over the rows it is fitted
+        on): the tuned one, times :func:`final_penalty_factor` with the
+        sufficient-statistics solver.
     alpha_path : ndarray of shape (T + 1,)
     t_out : int
     hypergradients : ndarray of shape (T,)
+    tuned_alpha : float
+        Penalty selected by the outer loop (for the part models).
     """
 
     coef: np.ndarray
@@ -221,6 +234,7 @@ class BilevelRidgeResult:
     alpha_path: np.ndarray
     t_out: int
     hypergradients: np.ndarray = field(repr=False)
+    tuned_alpha: float = None
 
 
 # --------------------------------------------------------------------------
@@ -483,6 +497,7 @@ def _result(res, coef, intercept):
         alpha_path=alpha_path,
         t_out=res.t_out,
         hypergradients=res.hypergradients[:, 0],
+        tuned_alpha=float(np.exp(res.x[0])),
     )
 
 
@@ -563,6 +578,11 @@ def _fit_statistics(Xt, yt, Xv, yv, plan, rng):
     )
     alpha = float(np.exp(res.x[0]))
     final = raw_tr + raw_va
+    v_final = (
+        2.0
+        * (1.0 + plan.stds.get("correlation", 0.0))
+        * plan.stds.get("gram", 0.0) ** 2
+    )
     if s.refit_share > 0:
         (raw_all,) = release_statistics(
             [exact_statistics(np.vstack([Xt, Xv]), np.r_[yt, yv], c)],
@@ -576,8 +596,57 @@ def _fit_statistics(Xt, yt, Xv, yv, plan, rng):
         v_all = plan.stds.get("refit_gram", 0.0) ** 2
         weight = v_all / (v_pool + v_all) if v_pool + v_all > 0 else 0.5
         final = final.combine(raw_all, weight)
+        v_final = v_pool * v_all / (v_pool + v_all) if v_pool + v_all > 0 else 0.0
+    if s.rescale_final:
+        # Kept in the public range, so a user's fixed or bounded penalty holds.
+        factor = final_penalty_factor(plan, v_final)
+        alpha = float(np.clip(alpha * factor, s.alpha_min, s.alpha_max))
     coef, intercept = final.centered().solve(alpha)
-    return _result(res, coef, intercept)
+    return replace(_result(res, coef, intercept), alpha=alpha)
+
+
+def final_penalty_factor(plan, final_variance):
+    """Factor from the tuned part-model penalty to the final model's.
+
+    ``alpha`` is tuned for models fitted on one part (``n_fit`` rows: half
+    of the rows with the two-fold objective, the training part otherwise),
+    whose statistics carry privacy noise of variance ``v`` per entry; the
+    final model is fitted on all ``n`` rows, whose statistics carry variance
+    ``v_final`` (``2 (1 + rho) v`` for the pooled parts). For ridge with
+    isotropic noise the optimal penalty (sum units) is
+    ``d (sigma**2 + v / lambda_min) / ||theta||**2``-like: its statistical
+    part ``d sigma**2 / ||theta||**2`` does not depend on the number of rows,
+    its privacy part scales with ``v / n_rows`` (noise variance over the
+    eigenvalues of the Gram matrix, which grow with the rows). The factor is
+    the privacy part's, ``(v_final / n) / (v / n_fit)``: the regime in which
+    the penalty matters, and ``1`` without noise. It is a public function of
+    the plan (post-processing). With the defaults it is ``1 + rho``; the
+    rescaled penalty is then clipped to ``[alpha_min, alpha_max]``.
+
+    Parameters
+    ----------
+    plan : BilevelRidgePlan
+    final_variance : float
+        Noise variance per entry of the final model's statistics.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> s = BilevelRidgeSettings(alpha_max=1e4)
+    >>> plan = plan_bilevel_ridge(s, 500, 500, 3, 1.0)
+    >>> pooled = 2.0 * (1.0 + s.correlation) * plan.stds["gram"] ** 2
+    >>> round(final_penalty_factor(plan, pooled), 6)
+    0.4
+    """
+    v = plan.stds.get("gram", 0.0) ** 2
+    if v == 0.0 or final_variance == 0.0:
+        return 1.0
+    n = plan.n_train + plan.n_val
+    n_fit = 0.5 * n if plan.settings.cross_validate else plan.n_train
+    return (final_variance / n) / (v / n_fit)
 
 
 def _centering(Xt, yt, plan, rng):
