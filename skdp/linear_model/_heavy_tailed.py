@@ -18,7 +18,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import PrivateEstimatorMixin
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
-from ..privacy import ComposedDpEvent, GaussianDpEvent, gaussian_noise, gdp_mu
+from ..privacy import (
+    ComposedDpEvent,
+    GaussianDpEvent,
+    gaussian_mechanism,
+    gdp_mu,
+)
 from ..solvers.heavy_tailed_bounds import scales_needed
 from ..solvers.heavy_tailed_gd import practical_step_size
 from ..solvers.heavy_tailed_known_lipschitz import (
@@ -320,10 +325,11 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         self._spend(event)
         self.center_ = None
         if self.center:
-            # sensitivity of the mean of rows clipped to feature_norm
+            # the mean of rows clipped to feature_norm: sensitivity 2 C / n
             sensitivity = 2.0 * float(self.feature_norm) / n
-            noise = gaussian_noise(rng, z_center * sensitivity, Xp.shape[1])
-            self.center_ = Xp.mean(axis=0) + noise
+            self.center_ = np.atleast_1d(
+                gaussian_mechanism(Xp.mean(axis=0), sensitivity, z_center, rng=rng)
+            )
             Xp = Xp - self.center_
         results = [
             self._solve(plan, Xp, t, loss, loss_name, mu, rng)
