@@ -105,7 +105,11 @@ def classification_on_breast_cancer():
         print(f"  {f'HeavyTailedLogisticRegression, epsilon={eps:g}':<40} {acc:.3f}")
         acc = _mean_score(
             lambda s, eps=eps: MinimaxFairClassifier(
-                epsilon=eps, classes=[0, 1], feature_norm=feature_norm, random_state=s
+                epsilon=eps,
+                classes=[0, 1],
+                feature_norm=feature_norm,
+                center=True,
+                random_state=s,
             ),
             X_tr,
             y_tr,

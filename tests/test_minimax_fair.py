@@ -323,3 +323,94 @@ def test_inferred_groups_pipeline_without_routing_uses_one_group():
     pipe = make_pipeline(FunctionTransformer(), MinimaxFairClassifier(random_state=0))
     pipe.fit(X, y)
     assert list(pipe[-1].groups_) == ["all"]
+
+
+# --- private centring --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "feature_norm", [10.0, None], ids=["public-norm", "private-norm"]
+)
+def test_center_is_paid_for(feature_norm):
+    X, y, g = _groups_data()
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-3)
+    clf = MinimaxFairClassifier(
+        epsilon=1.0,
+        feature_norm=feature_norm,
+        center=True,
+        accountant=acc,
+        random_state=0,
+    ).fit(X + 3.0, y, sensitive_features=g)
+    eps, _ = clf.privacy_spent_
+    assert 0.97 <= eps <= 1.0
+    assert clf.center_.shape == (3,)
+    # the mean's Gaussian release is in the charged plan
+    _, plan = acc.ledger[0]
+    assert "GaussianDpEvent" in repr(plan)
+
+
+def test_center_mean_moves_by_at_most_its_sensitivity():
+    """Coupled run: same random stream, neighbouring datasets; the released
+    means differ by the pre-noise shift, at most 2 feature_norm / n."""
+    X, y = _simple(200, seed=2)
+    X = X + 3.0
+    X_prime = X.copy()
+    X_prime[0] = -1e9  # clipped to feature_norm in the opposite direction
+    C = 8.0
+    centers = [
+        MinimaxFairClassifier(feature_norm=C, center=True, max_iter=1, random_state=3)
+        .fit(Z, y)
+        .center_
+        for Z in (X, X_prime)
+    ]
+    shift = np.linalg.norm(centers[0] - centers[1])
+    assert C / 200 < shift <= 2 * C / 200 + 1e-12
+
+
+def test_center_without_noise_equals_fitting_centred_features():
+    X, y = _simple(300, seed=1)
+    X = X + 4.0
+    params = dict(
+        epsilon=np.inf,
+        radius=20.0,
+        feature_norm=20.0,
+        batch_size=300,
+        sampling="without_replacement",
+        max_iter=300,
+        random_state=0,
+    )
+    clf = MinimaxFairClassifier(center=True, **params).fit(X, y)
+    mean = X.mean(axis=0)
+    np.testing.assert_allclose(clf.center_, mean)
+    pre = MinimaxFairClassifier(**params).fit(X - mean, y)
+    np.testing.assert_allclose(clf.coef_, pre.coef_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(
+        clf.intercept_, pre.intercept_ - mean @ pre.coef_[0], atol=1e-6
+    )
+
+
+def test_center_helps_on_offset_features():
+    # offset 5: the intercept the raw features need is outside the radius
+    # ball; after centring it is not
+    X, y, g = _groups_data(n=10_000, seed=5)
+    X_test, y_test, _ = _groups_data(n=4000, seed=6)
+
+    def accuracy(center):
+        return np.mean(
+            [
+                MinimaxFairClassifier(
+                    epsilon=1.0, feature_norm=10.0, center=center, random_state=seed
+                )
+                .fit(X + 5.0, y, sensitive_features=g)
+                .score(X_test + 5.0, y_test)
+                for seed in (1, 2)
+            ]
+        )
+
+    assert accuracy(True) > accuracy(False) + 0.03
+
+
+def test_center_needs_an_intercept():
+    X, y = _simple()
+    with pytest.raises(ValueError, match="fit_intercept"):
+        MinimaxFairClassifier(center=True, fit_intercept=False).fit(X, y)

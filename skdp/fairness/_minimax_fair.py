@@ -13,8 +13,10 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from ..base import PrivateEstimatorMixin
 from ..privacy import (
     ComposedDpEvent,
+    GaussianDpEvent,
     NoOpDpEvent,
     calibrate_gaussian,
+    gaussian_mechanism,
     noisy_histogram,
     noisy_histogram_event,
     private_quantile,
@@ -94,10 +96,19 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         with the exponential mechanism from a share of the budget. Scale
         features with public constants first: the noise grows with
         ``radius * feature_norm``.
+    center : bool, default=False
+        Centre the features at a private mean before fitting: rows clipped to
+        ``feature_norm`` (given or estimated) are averaged and released with
+        Gaussian noise (sensitivity ``2 feature_norm / n``) from a share of
+        the budget (see ``estimation_share``). Helps when the features share
+        a large offset. Needs ``fit_intercept=True``; ``coef_`` and
+        ``intercept_`` are reported for the uncentred features
+        (post-processing), and ``radius`` then bounds the centred problem.
     fit_intercept : bool, default=True
         Append a public constant column ``intercept_scaling``, whose
         coefficient times ``intercept_scaling`` is ``intercept_`` (the
-        intercept is inside the ``radius`` ball; no data-dependent centring).
+        intercept is inside the ``radius`` ball; no data-dependent centring
+        unless ``center=True``).
     intercept_scaling : float, default=1.0
         Value of the constant column.
     classes : array-like of shape (2,) or None, default=None
@@ -131,8 +142,9 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         ``c**2`` times the primal one. ``None`` uses ``feature_bound /
         loss_bound``, which balances the two blocks of the operator bound.
     estimation_share : float, default=0.1
-        Share of ``epsilon`` spent on estimating ``feature_norm`` and the
-        group priors when they are not given (split equally); the solver's
+        Share of ``epsilon`` spent on estimating ``feature_norm``, the group
+        priors when they are not given, and the mean when ``center=True``
+        (split equally); the solver's
         noise is then calibrated so that the whole fit meets ``(epsilon,
         delta)``.
     accountant : PrivacyAccountant or None, default=None
@@ -156,6 +168,9 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         groups with the highest risk).
     feature_norm_ : float
         Clipping bound on ``||x||`` used (given or privately estimated).
+    center_ : ndarray of shape (`n_features_in_`,) or None
+        Private mean the features were centred at (``center=True``), else
+        ``None``.
     n_iter_ : int
         Iterations of the solver.
     noise_std_ : float
@@ -222,6 +237,7 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         "min_group_prior": [Interval(Real, 0, 1, closed="both")],
         "radius": [Interval(Real, 0, None, closed="neither")],
         "feature_norm": [Interval(Real, 0, None, closed="neither"), None],
+        "center": ["boolean"],
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
         "classes": ["array-like", None],
@@ -244,6 +260,7 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         min_group_prior=0.05,
         radius=5.0,
         feature_norm=None,
+        center=False,
         fit_intercept=True,
         intercept_scaling=1.0,
         classes=None,
@@ -264,6 +281,7 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         self.min_group_prior = min_group_prior
         self.radius = radius
         self.feature_norm = feature_norm
+        self.center = center
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.classes = classes
@@ -381,6 +399,11 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         self : MinimaxFairClassifier
         """
         self._validate_params()
+        if self.center and not self.fit_intercept:
+            raise ValueError(
+                "center=True needs fit_intercept=True: the offset removed from the "
+                "features moves into the intercept."
+            )
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
         y = column_or_1d(y, warn=True)
         n = X.shape[0]
@@ -399,7 +422,7 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
                 "min_group_prior must be positive when the group priors are "
                 "estimated (group_priors=None)."
             )
-        n_estimates = int(needs_norm) + int(needs_priors)
+        n_estimates = int(needs_norm) + int(needs_priors) + int(self.center)
         share = self.estimation_share * eps / max(n_estimates, 1)
         fixed = []
         if needs_norm:
@@ -407,6 +430,9 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         if needs_priors:
             z_hist = calibrate_gaussian(share, delta) if np.isfinite(eps) else 0.0
             fixed.append(noisy_histogram_event(z_hist))
+        if self.center:
+            z_center = calibrate_gaussian(share, delta) if np.isfinite(eps) else 0.0
+            fixed.append(GaussianDpEvent(z_center))
         fixed_event = ComposedDpEvent(fixed) if fixed else NoOpDpEvent()
         p = X.shape[1] + int(self.fit_intercept)
         schedule = saddle_point_schedule(
@@ -442,6 +468,17 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         elif priors is None:
             priors = np.ones(1)
         priors = np.maximum(priors, self.min_group_prior)  # > 0, checked above
+        center = None
+        if self.center:
+            # the mean of rows clipped to feature_norm: sensitivity 2 C / n
+            clipped = clip_rows(X, feature_norm, row_norms=norms)
+            center = np.atleast_1d(
+                gaussian_mechanism(
+                    clipped.mean(axis=0), 2.0 * feature_norm / n, z_center, rng=rng
+                )
+            )
+            X = X - center
+            norms = safe_row_norms(X)
 
         # Clip the augmented rows: rows inside the bound are unchanged, the
         # others are scaled, which keeps the sign of every prediction.
@@ -516,6 +553,9 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         if self.fit_intercept:
             self.coef_ = w[None, :-1].copy()
             self.intercept_ = np.array([w[-1] * c0])
+            if center is not None:
+                # x_c @ coef + b = x @ coef + (b - center @ coef)
+                self.intercept_ -= float(center @ self.coef_[0])
         else:
             self.coef_ = w[None, :].copy()
             self.intercept_ = np.zeros(1)
@@ -525,6 +565,7 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         self.group_priors_ = priors
         self.group_weights_ = np.clip(q, 0.0, None)
         self.feature_norm_ = float(feature_norm)
+        self.center_ = center
         self.n_iter_ = int(result.n_iter)
         self.noise_std_ = float(result.noise_std)
         self.constants_ = {
