@@ -2,6 +2,11 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from skdp import (
+    HeavyTailedLinearRegression,
+    HeavyTailedLogisticRegression,
+    MinimaxFairClassifier,
+)
 from skdp.utils._estimator_checks import expected_failed_checks, public_estimators
 
 
@@ -9,4 +14,18 @@ from skdp.utils._estimator_checks import expected_failed_checks, public_estimato
     public_estimators(), expected_failed_checks=expected_failed_checks
 )
 def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+# The private-centring path changes what fit stores and how the intercept is
+# reported, so it is checked too.
+@parametrize_with_checks(
+    [
+        HeavyTailedLinearRegression(center=True, feature_norm=10.0),
+        HeavyTailedLogisticRegression(center=True, feature_norm=10.0),
+        MinimaxFairClassifier(center=True, feature_norm=10.0),
+    ],
+    expected_failed_checks=expected_failed_checks,
+)
+def test_sklearn_compatible_with_private_centring(estimator, check):
     check(estimator)
