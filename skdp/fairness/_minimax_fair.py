@@ -16,11 +16,11 @@ from ..privacy import (
     GaussianDpEvent,
     NoOpDpEvent,
     calibrate_gaussian,
-    gaussian_mechanism,
     noisy_histogram,
     noisy_histogram_event,
     private_quantile,
     private_quantile_event,
+    private_row_mean,
 )
 from ..solvers.group_dro import GroupDROLogistic
 from ..solvers.nseg import nseg_step_size
@@ -470,12 +470,8 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         priors = np.maximum(priors, self.min_group_prior)  # > 0, checked above
         center = None
         if self.center:
-            # the mean of rows clipped to feature_norm: sensitivity 2 C / n
-            clipped = clip_rows(X, feature_norm, row_norms=norms)
-            center = np.atleast_1d(
-                gaussian_mechanism(
-                    clipped.mean(axis=0), 2.0 * feature_norm / n, z_center, rng=rng
-                )
+            center = private_row_mean(
+                X, feature_norm, z_center, rng=rng, row_norms=norms
             )
             X = X - center
             norms = safe_row_norms(X)

@@ -21,8 +21,8 @@ from ..losses import HuberLoss, LogisticLoss, SquaredLoss
 from ..privacy import (
     ComposedDpEvent,
     GaussianDpEvent,
-    gaussian_mechanism,
     gdp_mu,
+    private_row_mean,
 )
 from ..solvers.heavy_tailed_bounds import scales_needed
 from ..solvers.heavy_tailed_gd import practical_step_size
@@ -325,11 +325,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         self._spend(event)
         self.center_ = None
         if self.center:
-            # the mean of rows clipped to feature_norm: sensitivity 2 C / n
-            sensitivity = 2.0 * float(self.feature_norm) / n
-            self.center_ = np.atleast_1d(
-                gaussian_mechanism(Xp.mean(axis=0), sensitivity, z_center, rng=rng)
-            )
+            self.center_ = private_row_mean(Xp, self.feature_norm, z_center, rng=rng)
             Xp = Xp - self.center_
         results = [
             self._solve(plan, Xp, t, loss, loss_name, mu, rng)

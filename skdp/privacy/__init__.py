@@ -56,6 +56,7 @@ from ._mechanisms import (
     noisy_histogram_event,
     private_quantile,
     private_quantile_event,
+    private_row_mean,
 )
 
 __all__ = [
@@ -85,6 +86,7 @@ __all__ = [
     "SelfComposedDpEvent",
     "gaussian_steps",
     "gaussian_mechanism",
+    "private_row_mean",
     "gaussian_noise",
     "noisy_histogram",
     "noisy_histogram_event",

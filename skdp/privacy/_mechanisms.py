@@ -18,11 +18,13 @@ import math
 
 import numpy as np
 
+from ..utils._validation import clip_rows
 from ._events import GaussianDpEvent, PureDpEvent
 
 __all__ = [
     "gaussian_noise",
     "gaussian_mechanism",
+    "private_row_mean",
     "private_quantile",
     "noisy_histogram",
     "private_quantile_event",
@@ -121,6 +123,49 @@ def gaussian_mechanism(value, sensitivity, noise_multiplier, *, rng):
     noise = gaussian_noise(rng, noise_multiplier * sensitivity, value.shape or None)
     out = value + noise
     return float(out) if out.ndim == 0 else out
+
+
+def private_row_mean(X, norm_bound, noise_multiplier, *, rng, row_norms=None):
+    """Gaussian release of the mean of the rows of ``X`` clipped to a norm.
+
+    Rows are scaled down to norm at most ``norm_bound`` (a public bound), so
+    replacing one of the ``n`` rows moves the mean by at most
+    ``2 norm_bound / n``, the sensitivity the noise is calibrated to.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    norm_bound : float
+        Public (or privately released) bound on the row norm.
+    noise_multiplier : float
+        ``sigma / sensitivity``; the matching event is
+        ``GaussianDpEvent(noise_multiplier)``.
+    rng : numpy.random.Generator
+    row_norms : ndarray of shape (n_samples,), optional
+        Norms of the rows of ``X``.
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+
+    References
+    ----------
+    - Dwork and Roth, "The algorithmic foundations of differential privacy", 2014.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[3.0, 4.0], [0.0, 1.0]])
+    >>> private_row_mean(X, 1.0, 0.0, rng=np.random.default_rng(0))
+    array([0.3, 0.9])
+    """
+    X = np.asarray(X, dtype=float)
+    clipped = clip_rows(X, float(norm_bound), row_norms=row_norms)
+    sensitivity = 2.0 * float(norm_bound) / X.shape[0]
+    mean = gaussian_mechanism(
+        clipped.mean(axis=0), sensitivity, noise_multiplier, rng=rng
+    )
+    return np.atleast_1d(mean)
 
 
 def private_quantile(values, quantile, epsilon, *, bounds, rng, log_scale=False):
