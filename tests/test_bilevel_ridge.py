@@ -16,7 +16,12 @@ from skdp.solvers.bilevel_ridge import (
     plan_bilevel_ridge,
     validation_objective,
 )
-from skdp.solvers.bilevel_ridge_output import output_sensitivities
+from skdp.solvers.bilevel_ridge_output import (
+    output_sensitivities,
+    perturbed_ridge,
+    ridge_ball_radius,
+    shrink_noisy,
+)
 from skdp.solvers.bilevel_ridge_stats import (
     exact_statistics,
     gram_sensitivity,
@@ -184,6 +189,46 @@ def test_output_perturbation_sensitivity_coupled():
         worst = max(worst, np.linalg.norm(solve(X, y) - solve(X2, y2)))
     assert worst <= bound
     assert worst >= 0.2 * bound
+
+
+def test_output_perturbation_projects_on_the_public_ball():
+    """The exact minimizer is in the public ball, so projecting the noisy
+    release on it never moves it away (post-processing that bounds the
+    damage where the noise outgrows the ball)."""
+    rng = np.random.default_rng(6)
+    n, d, omega = 50, 4, 1e-3
+    X = rng.normal(size=(n, d))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    y = rng.uniform(-1, 1, size=n)
+    scatter, cross = X.T @ X / n, X.T @ y / n
+    exact = np.linalg.solve(scatter + omega * np.eye(d), cross)
+    radius = ridge_ball_radius(1.0, omega, 1.0)
+    assert np.linalg.norm(exact) <= radius
+    for seed in range(20):
+        free = perturbed_ridge(scatter, cross, omega, 1e3, np.random.default_rng(seed))
+        held = perturbed_ridge(
+            scatter, cross, omega, 1e3, np.random.default_rng(seed), radius=radius
+        )
+        assert np.linalg.norm(held) <= radius * (1 + 1e-12)
+        assert np.linalg.norm(held - exact) <= np.linalg.norm(free - exact)
+    assert np.linalg.norm(free - exact) > 10 * np.linalg.norm(held - exact)
+
+
+def test_james_stein_shrinkage_lowers_the_error():
+    """Public-noise post-processing: lower mean squared error than the raw
+    release whatever the signal, and (nearly) zero for pure noise."""
+    rng = np.random.default_rng(2)
+    d, std = 10, 1.0
+    for signal in (0.0, 1.0, 5.0):
+        truth = np.full(d, signal / math.sqrt(d))
+        raw = truth + std * rng.normal(size=(4000, d))
+        shrunk = np.array([shrink_noisy(w, std) for w in raw])
+        err_raw = np.mean(np.sum((raw - truth) ** 2, axis=1))
+        err_shrunk = np.mean(np.sum((shrunk - truth) ** 2, axis=1))
+        assert err_shrunk < err_raw
+        if signal == 0.0:
+            assert err_shrunk < 0.35 * err_raw
+    np.testing.assert_array_equal(shrink_noisy(np.ones(2), 5.0), np.ones(2))
 
 
 # -- the estimator ---------------------------------------------------------------

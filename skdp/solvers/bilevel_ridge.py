@@ -68,7 +68,13 @@ from .bilevel import (
 )
 from .bilevel_inner import localization_radii, localized_noisy_gd
 from .bilevel_plan import BilevelDesign, calibrate_bilevel_noise
-from .bilevel_ridge_output import output_sensitivities, perturbed_ridge
+from .bilevel_ridge_output import (
+    output_sensitivities,
+    perturbed_ridge,
+    project_on_ball,
+    ridge_ball_radius,
+    shrink_noisy,
+)
 from .bilevel_ridge_stats import (
     exact_statistics,
     gram_sensitivity,
@@ -672,39 +678,47 @@ def _fit_output(Xt, yt, Xv, yv, plan, rng):
     sv, cv = Xv_c.T @ Xv_c, Xv_c.T @ yv_c
     z = plan.stds.get("multiplier", 0.0)
 
-    def solve(u):
+    def noise_stds(u):
         omega = math.exp(u[0]) / n_tr
         lam = default_penalty(s, omega)
-        sens = output_sensitivities({"train": (1.0 / n_tr, n_tr)}, omega, a, b)
-        w_low = perturbed_ridge(st / n_tr, ct / n_tr, omega, z * sens["train"], rng)
-        sens = output_sensitivities(
+        low = output_sensitivities({"train": (1.0 / n_tr, n_tr)}, omega, a, b)
+        pen = output_sensitivities(
             {"train": (1.0 / n_tr, n_tr), "val": (1.0 / (lam * n_va), n_va)},
             omega,
             a,
             b,
         )
+        return omega, lam, z * low["train"], z * max(pen.values())
+
+    def solve(u):
+        omega, lam, std_low, std_pen = noise_stds(u)
+        w_low = perturbed_ridge(st / n_tr, ct / n_tr, omega, std_low, rng)
         w_pen = perturbed_ridge(
             st / n_tr + sv / (lam * n_va),
             ct / n_tr + cv / (lam * n_va),
             omega,
-            z * max(sens.values()),
+            std_pen,
             rng,
         )
         return w_low, w_pen
 
     res = _tune(plan, rng, solve)
     alpha = float(np.exp(res.x[0]))
-    coef = res.y_lower
+    # Post-processing of the released model with its public noise level:
+    # James-Stein shrinkage, then projection on the public ball that holds
+    # the exact minimizer (both bound the damage where the noise dominates).
+    std_low = noise_stds(res.x)[2]
+    coef = project_on_ball(
+        shrink_noisy(res.y_lower, std_low), ridge_ball_radius(1.0, alpha / n_tr, b)
+    )
     if s.refit_share > 0:
         n = n_tr + n_va
         omega = alpha / n
         sens = output_sensitivities({"all": (1.0 / n, n)}, omega, a, b)["all"]
-        coef = perturbed_ridge(
-            (st + sv) / n,
-            (ct + cv) / n,
-            omega,
-            plan.stds["refit_multiplier"] * sens,
-            rng,
+        std = plan.stds["refit_multiplier"] * sens
+        coef = perturbed_ridge((st + sv) / n, (ct + cv) / n, omega, std, rng)
+        coef = project_on_ball(
+            shrink_noisy(coef, std), ridge_ball_radius(1.0, omega, b)
         )
     return _result(res, coef, my - mx @ coef)
 

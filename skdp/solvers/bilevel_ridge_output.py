@@ -14,7 +14,14 @@ Gaussian noise (Chaudhuri, Monteleoni and Sarwate 2011, output perturbation):
 
 The noise of each solve is ``z`` times the largest per-part sensitivity; with
 the multiplier ``z`` fixed in advance, each solve is ``1/z``-GDP whatever the
-(public) ``omega`` it runs at.
+(public) ``omega`` it runs at. The final model is post-processed with its
+public noise level: positive-part James-Stein shrinkage (:func:`shrink_noisy`,
+a smaller expected error whatever the true minimizer), then projection on
+the public ball of radius ``D`` (:func:`project_on_ball`; the exact minimizer
+lies in it, so the projection never moves the release away from it). Where
+the noise (``~ omega**-1.5``) outgrows the ball (``~ omega**-0.5``), the two
+bound the damage; in the outer loop the raw releases are used, as projected
+ones bias the hypergradient towards small penalties.
 """
 
 import math
@@ -23,7 +30,13 @@ import numpy as np
 
 from ..privacy import gaussian_noise
 
-__all__ = ["ridge_ball_radius", "output_sensitivities", "perturbed_ridge"]
+__all__ = [
+    "output_sensitivities",
+    "perturbed_ridge",
+    "project_on_ball",
+    "ridge_ball_radius",
+    "shrink_noisy",
+]
 
 
 def ridge_ball_radius(total_weight, omega, target_bound):
@@ -66,8 +79,8 @@ def output_sensitivities(weights, omega, feature_norm, target_bound):
     return {p: 2.0 * a * lipschitz / omega for p, (a, _) in weights.items()}
 
 
-def perturbed_ridge(scatter, cross, omega, noise_std, rng):
-    """Exact weighted ridge solution plus ``N(0, noise_std**2 I)``.
+def perturbed_ridge(scatter, cross, omega, noise_std, rng, radius=np.inf):
+    """Exact weighted ridge solution plus ``N(0, noise_std**2 I)``, projected.
 
     Parameters
     ----------
@@ -78,6 +91,10 @@ def perturbed_ridge(scatter, cross, omega, noise_std, rng):
     omega : float
     noise_std : float
     rng : numpy.random.Generator
+    radius : float, default=inf
+        Public radius of a ball centred at 0 that contains the exact
+        solution (:func:`ridge_ball_radius`); the noisy solution is
+        projected on it.
 
     Returns
     -------
@@ -91,4 +108,39 @@ def perturbed_ridge(scatter, cross, omega, noise_std, rng):
     """
     d = cross.size
     w = np.linalg.solve(scatter + omega * np.eye(d), cross)
-    return w + gaussian_noise(rng, noise_std, d)
+    return project_on_ball(w + gaussian_noise(rng, noise_std, d), radius)
+
+
+def project_on_ball(w, radius):
+    """Euclidean projection of ``w`` on the ball ``||w|| <= radius``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> project_on_ball(np.array([3.0, 4.0]), 1.0)
+    array([0.6, 0.8])
+    """
+    norm = float(np.linalg.norm(w))
+    return w * (radius / norm) if norm > radius else w
+
+
+def shrink_noisy(w, noise_std):
+    """Positive-part James-Stein shrinkage of ``w = w* + N(0, noise_std**2 I)``.
+
+    ``max(0, 1 - (d - 2) noise_std**2 / ||w||**2) w`` has a smaller expected
+    squared error to ``w*`` than ``w`` for ``d >= 3`` (James and Stein 1961),
+    whatever ``w*``; with a public ``noise_std`` it is post-processing. When
+    the release is mostly noise it returns (nearly) zero instead of a random
+    vector. ``d < 3`` is returned unchanged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> shrink_noisy(np.array([1.0, 0.0, 0.0]), 0.5)
+    array([0.75, 0.  , 0.  ])
+    """
+    d = w.size
+    sq = float(w @ w)
+    if d < 3 or sq == 0.0:
+        return w
+    return w * max(0.0, 1.0 - (d - 2) * noise_std**2 / sq)
