@@ -139,7 +139,9 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         - ``"output_perturbation"``: every inner solve is an exact ridge
           solution plus Gaussian noise calibrated to its replace-one
           sensitivity (Chaudhuri et al. 2011); ``2 max_iter`` solves share
-          the budget.
+          the budget. The returned model is shrunk (James-Stein, with its
+          public noise level) and projected on the public ball that holds
+          every ridge solution (post-processing).
         - ``"loc_gd"``: the paper's DP-Loc-GD (Alg. 2), ``inner_rounds``
           rounds of ``inner_max_iter`` noisy projected gradient steps with
           per-record clipping, noise calibrated to the steps actually run.
