@@ -7,7 +7,7 @@ import pytest
 from sklearn.linear_model import Ridge
 
 from skdp import BilevelRidge, BudgetExceededError, PrivacyAccountant
-from skdp.privacy import certify_epsilon
+from skdp.privacy import GaussianDpEvent, certify_epsilon
 from skdp.solvers.bilevel_plan import gdp_budget
 from skdp.solvers.bilevel_ridge import (
     BilevelRidgeSettings,
@@ -26,6 +26,7 @@ from skdp.solvers.bilevel_ridge_stats import (
     exact_statistics,
     gram_sensitivity,
     moment_sensitivity,
+    release_shared_gram,
     release_statistics,
 )
 from skdp.solvers.bilevel_ridge_validation import (
@@ -33,6 +34,7 @@ from skdp.solvers.bilevel_ridge_validation import (
     ValidationObjective,
     validation_loss,
 )
+from skdp.utils import clip_rows
 
 SOLVERS = ["sufficient_statistics", "output_perturbation", "loc_gd"]
 FAST = {"max_iter": 8, "inner_max_iter": 30}  # keeps loc_gd tests quick
@@ -115,12 +117,18 @@ def test_correlated_release_marginals_and_accounting():
     )
     assert np.std(draws, axis=0) == pytest.approx([2.0, 2.0], rel=0.06)
     assert np.corrcoef(draws.T)[0, 1] == pytest.approx(-0.5, abs=0.05)
-    # The plan charges each part sigma * sqrt(1 - rho^2): spent == requested.
+    # The plan charges each part's moment sigma * sqrt(1 - rho^2); the
+    # shared Gram matrix is one release of all rows: spent == requested.
     for rho in (0.0, -0.5, -0.9):
         s = BilevelRidgeSettings(correlation=rho)
         plan = plan_bilevel_ridge(s, 600, 400, 5, 0.3)
+        assert plan.stds["moment"] == pytest.approx(
+            moment_sensitivity(1.0, 1.0, 1.0)
+            / (0.3 / math.sqrt(2))
+            / math.sqrt(1 - rho**2)
+        )
         assert plan.stds["gram"] == pytest.approx(
-            gram_sensitivity(1.0, 1.0) / (0.3 / math.sqrt(2)) / math.sqrt(1 - rho**2)
+            gram_sensitivity(1.0, 1.0) / (0.3 / math.sqrt(2))
         )
         assert certify_epsilon(plan.event, 1e-6) == pytest.approx(
             certify_epsilon(
@@ -131,6 +139,97 @@ def test_correlated_release_marginals_and_accounting():
             ),
             rel=1e-9,
         )
+
+
+def test_shared_gram_release_coupled_run():
+    """Neighbours differing in a row of part A, same noise stream: the shared
+    Gram matrix moves by at most its sensitivity, A's moment vector by at
+    most its own, B's not at all; the parts' Gram matrices are the shared one
+    split by rows, and pool back to it."""
+    rng = np.random.default_rng(5)
+    A, B, c = 1.0, 1.0, 1.0
+    X = clip_rows(rng.normal(size=(30, 4)), A)
+    y = np.clip(rng.normal(size=30), -B, B)
+    X2, y2 = X.copy(), y.copy()
+    X2[3] = -X[3] / np.linalg.norm(X[3]) * A
+    y2[3] = -np.sign(y[3]) * B
+    iu = np.triu_indices(5)
+    out = []
+    for Xs, ys in ((X, y), (X2, y2)):
+        parts = [exact_statistics(Xs[:12], ys[:12], c)]
+        parts.append(exact_statistics(Xs[12:], ys[12:], c))
+        out.append(
+            release_shared_gram(
+                parts,
+                gram_std=0.7,
+                moment_std=0.3,
+                correlation=-0.6,
+                rng=np.random.default_rng(11),
+            )
+        )
+    (a, b), (a2, b2) = out
+    shared, shared2 = (a + b).gram, (a2 + b2).gram
+    np.testing.assert_allclose(a.gram * 18 / 12, b.gram)
+    dg = np.linalg.norm((shared2 - shared)[iu])
+    assert 0 < dg <= gram_sensitivity(A, c) * (1 + 1e-12)
+    assert 0 < np.linalg.norm(a2.moment - a.moment) <= moment_sensitivity(A, B, c)
+    np.testing.assert_array_equal(b2.moment, b.moment)
+    assert shared[-1, -1] == pytest.approx(30.0)  # the public corner is exact
+
+
+def test_shared_gram_release_noise_and_no_noise_limit():
+    X = np.arange(12.0).reshape(6, 2)
+    parts = [
+        exact_statistics(X[:2], np.ones(2), 1.0),
+        exact_statistics(X[2:], np.ones(4), 1.0),
+    ]
+    rng = np.random.default_rng(3)
+    draws = [
+        release_shared_gram(
+            parts, gram_std=2.0, moment_std=0.5, correlation=-0.5, rng=rng
+        )
+        for _ in range(3000)
+    ]
+    shared = np.array([(a + b).gram[0, 1] for a, b in draws])
+    exact = (parts[0] + parts[1]).gram[0, 1]
+    assert np.std(shared) == pytest.approx(2.0, rel=0.06)
+    assert np.mean(shared) == pytest.approx(exact, abs=0.2)
+    m = np.array([[a.moment[0], b.moment[0]] for a, b in draws]) - [
+        parts[0].moment[0],
+        parts[1].moment[0],
+    ]
+    assert np.std(m, axis=0) == pytest.approx([0.5, 0.5], rel=0.06)
+    assert np.corrcoef(m.T)[0, 1] == pytest.approx(-0.5, abs=0.05)
+    # No noise (no privacy): every part keeps its own exact Gram matrix.
+    a, b = release_shared_gram(
+        parts, gram_std=0.0, moment_std=0.0, rng=np.random.default_rng(0)
+    )
+    np.testing.assert_array_equal(a.gram, parts[0].gram)
+    np.testing.assert_array_equal(b.gram, parts[1].gram)
+
+
+def test_shared_gram_plan_composes_to_the_request():
+    """One Gram release of all rows composed with one moment release per
+    part (parallel): mu_G^2 + mu_m^2 = mu^2; the ablation with a Gram matrix
+    per part spends the same."""
+    from dataclasses import replace
+
+    for rho in (0.0, -0.6):
+        s = BilevelRidgeSettings(correlation=rho)
+        plan = plan_bilevel_ridge(s, 600, 400, 5, 0.8)
+        mu_g = gram_sensitivity(1.0, 1.0) / plan.stds["gram"]
+        mu_m = (
+            moment_sensitivity(1.0, 1.0, 1.0)
+            / plan.stds["moment"]
+            / math.sqrt(1 - rho**2)
+        )
+        assert math.hypot(mu_g, mu_m) == pytest.approx(0.8)
+        eps = certify_epsilon(plan.event, 1e-6)
+        assert eps == pytest.approx(
+            certify_epsilon(GaussianDpEvent(1 / 0.8), 1e-6), rel=1e-9
+        )
+        own = plan_bilevel_ridge(replace(s, shared_gram=False), 600, 400, 5, 0.8)
+        assert certify_epsilon(own.event, 1e-6) == pytest.approx(eps, rel=1e-9)
 
 
 def test_statistics_solve_is_sklearn_ridge():
@@ -354,7 +453,7 @@ def test_outer_loop_minimizes_the_corrected_objective():
     shifts = []
     for seed in range(3):
         res = bilevel_ridge(Xn, yn, tr, va, plan, np.random.default_rng(seed))
-        released = release_statistics(
+        released = release_shared_gram(
             [
                 exact_statistics(Xn[tr], yn[tr], 1.0),
                 exact_statistics(Xn[va], yn[va], 1.0),
@@ -681,12 +780,12 @@ def test_final_penalty_factor():
 
     s = BilevelRidgeSettings(alpha_max=1e4)
     plan = plan_bilevel_ridge(s, 500, 500, 3, 1.0)
-    v = plan.stds["gram"] ** 2
+    v = plan.stds["moment"] ** 2
     pooled = 2.0 * (1.0 + s.correlation) * v
     assert final_penalty_factor(plan, pooled) == pytest.approx(1.0 + s.correlation)
     single = replace(s, cross_validate=False, correlation=0.0)
     plan = plan_bilevel_ridge(single, 600, 400, 3, 1.0)
-    v = plan.stds["gram"] ** 2
+    v = plan.stds["moment"] ** 2
     assert final_penalty_factor(plan, 2.0 * v) == pytest.approx(1.2)
     plan = plan_bilevel_ridge(s, 500, 500, 3, math.inf)
     assert final_penalty_factor(plan, 0.0) == 1.0

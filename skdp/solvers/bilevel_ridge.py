@@ -24,11 +24,13 @@ anyway (with a clipped, budgeted hypergradient).
 
 Inner solvers:
 
-- ``"sufficient_statistics"``: the training and validation parts release
-  their Gram matrix and moment vector once (parallel composition: one record
-  lies in one part); every inner solve and the final model are then closed
-  form. The two releases may use negatively correlated noise, which makes
-  their sum (the final model) more accurate at no privacy cost. The upper
+- ``"sufficient_statistics"``: one Gram matrix of all rows and the moment
+  vector of each of the training and validation parts are released once
+  (the moment vectors by parallel composition: one record lies in one part;
+  each part uses the shared Gram matrix in proportion to its rows); every
+  inner solve and the final model are then closed form. The two moment
+  releases may use negatively correlated noise, which makes their sum (the
+  final model) more accurate at no privacy cost. The upper
   level is by default two-fold (each part validates the model trained on
   the other), and the released validation loss gets a public correction
   (exact removal of the bias the noise correlation adds, plus a margin of its
@@ -79,6 +81,7 @@ from .bilevel_ridge_stats import (
     exact_statistics,
     gram_sensitivity,
     moment_sensitivity,
+    release_shared_gram,
     release_statistics,
 )
 from .bilevel_ridge_validation import ValidationNoise, ValidationObjective
@@ -148,6 +151,11 @@ class BilevelRidgeSettings:
         tuned penalty times :func:`final_penalty_factor` (the pooled
         statistics are less noisy per row than a part's); ``False`` only for
         ablation studies.
+    shared_gram : bool
+        Sufficient statistics only: release one Gram matrix of all rows
+        (shared by the parts) and a moment vector per part
+        (:func:`~.bilevel_ridge_stats.release_shared_gram`), instead of each
+        part's own Gram matrix; ``False`` only for ablation studies.
     """
 
     inner_solver: str = "sufficient_statistics"
@@ -170,6 +178,7 @@ class BilevelRidgeSettings:
     validation_margin: float = 1.5
     bias_correction: bool = True
     rescale_final: bool = True
+    shared_gram: bool = True
 
     def __post_init__(self):
         if self.inner_solver not in INNER_SOLVERS:
@@ -324,18 +333,22 @@ def plan_bilevel_ridge(settings, n_train, n_val, n_features, mu):
         c = s.intercept_scaling if s.fit_intercept else None
         dg, dm = gram_sensitivity(1.0, c), moment_sensitivity(1.0, 1.0, c)
         rho = s.correlation
-        # Each part: Gram and moment share the part's mu^2 equally. With
-        # correlation rho the marginal noise is 1/sqrt(1 - rho^2) larger.
+        # Gram and moment share mu^2 equally. With correlation rho the
+        # marginal moment noise is 1/sqrt(1 - rho^2) larger for the same
+        # privacy; the shared Gram matrix (all rows, one release) has none.
         scale = 1.0 / math.sqrt(1.0 - rho * rho)
-        stds["gram"] = dg / math.sqrt(0.5 * rest) * scale
         stds["moment"] = dm / math.sqrt(0.5 * rest) * scale
         stds["correlation"] = rho
-        part = [
-            _gaussian(stds["gram"] / scale, dg),
-            _gaussian(stds["moment"] / scale, dm),
-        ]
-        train_events += part
-        val_events += part
+        moment = _gaussian(stds["moment"] / scale, dm)
+        train_events.append(moment)
+        val_events.append(moment)
+        if s.shared_gram:
+            stds["gram"] = dg / math.sqrt(0.5 * rest)
+            all_events.append(_gaussian(stds["gram"], dg))
+        else:
+            stds["gram"] = dg / math.sqrt(0.5 * rest) * scale
+            train_events.append(_gaussian(stds["gram"] / scale, dg))
+            val_events.append(_gaussian(stds["gram"] / scale, dg))
         if refit > 0:
             stds["refit_gram"] = dg / math.sqrt(0.5 * refit)
             stds["refit_moment"] = dm / math.sqrt(0.5 * refit)
@@ -544,7 +557,8 @@ def validation_objective(train, val, plan):
 def _fit_statistics(Xt, yt, Xv, yv, plan, rng):
     s = plan.settings
     c = s.intercept_scaling if s.fit_intercept else None
-    raw_tr, raw_va = release_statistics(
+    release = release_shared_gram if s.shared_gram else release_statistics
+    raw_tr, raw_va = release(
         [exact_statistics(Xt, yt, c), exact_statistics(Xv, yv, c)],
         gram_std=plan.stds.get("gram", 0.0),
         moment_std=plan.stds.get("moment", 0.0),
@@ -584,11 +598,12 @@ def _fit_statistics(Xt, yt, Xv, yv, plan, rng):
     )
     alpha = float(np.exp(res.x[0]))
     final = raw_tr + raw_va
-    v_final = (
-        2.0
-        * (1.0 + plan.stds.get("correlation", 0.0))
-        * plan.stds.get("gram", 0.0) ** 2
+    # Noise variances per entry of the pooled statistics.
+    rho = plan.stds.get("correlation", 0.0)
+    v_gram = plan.stds.get("gram", 0.0) ** 2 * (
+        1.0 if s.shared_gram else 2.0 * (1.0 + rho)
     )
+    v_moment = 2.0 * (1.0 + rho) * plan.stds.get("moment", 0.0) ** 2
     if s.refit_share > 0:
         (raw_all,) = release_statistics(
             [exact_statistics(np.vstack([Xt, Xv]), np.r_[yt, yv], c)],
@@ -597,15 +612,16 @@ def _fit_statistics(Xt, yt, Xv, yv, plan, rng):
             rng=rng,
         )
         # Inverse-variance combination of two releases of the same rows.
-        rho = plan.stds.get("correlation", 0.0)
-        v_pool = 2.0 * (1.0 + rho) * plan.stds.get("gram", 0.0) ** 2
-        v_all = plan.stds.get("refit_gram", 0.0) ** 2
-        weight = v_all / (v_pool + v_all) if v_pool + v_all > 0 else 0.5
-        final = final.combine(raw_all, weight)
-        v_final = v_pool * v_all / (v_pool + v_all) if v_pool + v_all > 0 else 0.0
+        weights, pooled = [], []
+        for v, key in ((v_gram, "refit_gram"), (v_moment, "refit_moment")):
+            v_all = plan.stds.get(key, 0.0) ** 2
+            weights.append(v_all / (v + v_all) if v + v_all > 0 else 0.5)
+            pooled.append(v * v_all / (v + v_all) if v + v_all > 0 else 0.0)
+        final = final.combine(raw_all, *weights)
+        v_gram, v_moment = pooled
     if s.rescale_final:
         # Kept in the public range, so a user's fixed or bounded penalty holds.
-        factor = final_penalty_factor(plan, v_final)
+        factor = final_penalty_factor(plan, v_moment)
         alpha = float(np.clip(alpha * factor, s.alpha_min, s.alpha_max))
     coef, intercept = final.centered().solve(alpha)
     return replace(_result(res, coef, intercept), alpha=alpha)
@@ -616,10 +632,10 @@ def final_penalty_factor(plan, final_variance):
 
     ``alpha`` is tuned for models fitted on one part (``n_fit`` rows: half
     of the rows with the two-fold objective, the training part otherwise),
-    whose statistics carry privacy noise of variance ``v`` per entry; the
-    final model is fitted on all ``n`` rows, whose statistics carry variance
-    ``v_final`` (``2 (1 + rho) v`` for the pooled parts). For ridge with
-    isotropic noise the optimal penalty (sum units) is
+    whose moment vector carries privacy noise of variance ``v`` per entry;
+    the final model is fitted on all ``n`` rows, whose moment vector carries
+    variance ``v_final`` (``2 (1 + rho) v`` for the pooled parts). For ridge
+    with isotropic noise the optimal penalty (sum units) is
     ``d (sigma**2 + v / lambda_min) / ||theta||**2``-like: its statistical
     part ``d sigma**2 / ||theta||**2`` does not depend on the number of rows,
     its privacy part scales with ``v / n_rows`` (noise variance over the
@@ -627,13 +643,16 @@ def final_penalty_factor(plan, final_variance):
     the privacy part's, ``(v_final / n) / (v / n_fit)``: the regime in which
     the penalty matters, and ``1`` without noise. It is a public function of
     the plan (post-processing). With the defaults it is ``1 + rho``; the
-    rescaled penalty is then clipped to ``[alpha_min, alpha_max]``.
+    rescaled penalty is then clipped to ``[alpha_min, alpha_max]``. (With the
+    shared Gram matrix, its noise is the same relative to the part models'
+    and the final model's Gram matrices, so the moment noise sets the
+    factor.)
 
     Parameters
     ----------
     plan : BilevelRidgePlan
     final_variance : float
-        Noise variance per entry of the final model's statistics.
+        Noise variance per entry of the final model's moment vector.
 
     Returns
     -------
@@ -643,11 +662,11 @@ def final_penalty_factor(plan, final_variance):
     --------
     >>> s = BilevelRidgeSettings(alpha_max=1e4)
     >>> plan = plan_bilevel_ridge(s, 500, 500, 3, 1.0)
-    >>> pooled = 2.0 * (1.0 + s.correlation) * plan.stds["gram"] ** 2
+    >>> pooled = 2.0 * (1.0 + s.correlation) * plan.stds["moment"] ** 2
     >>> round(final_penalty_factor(plan, pooled), 6)
     0.4
     """
-    v = plan.stds.get("gram", 0.0) ** 2
+    v = plan.stds.get("moment", 0.0) ** 2
     if v == 0.0 or final_variance == 0.0:
         return 1.0
     n = plan.n_train + plan.n_val

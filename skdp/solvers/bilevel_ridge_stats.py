@@ -16,8 +16,11 @@ and mirrored; the corner ``n c**2`` is public and exact):
   (``sqrt(2) A**2`` without intercept). Attained for ``d >= 2``.
 - moment: ``2 B sqrt(A**2 + c**2)`` (``2 A B`` without intercept).
 
-The released matrices are then re-expressed as (count, means, centred scatter,
-centred cross-moment). The noisy scatter is projected on the positive
+Two ways to release two disjoint parts (:func:`release_statistics`: each part
+its own Gram matrix; :func:`release_shared_gram`: one Gram matrix of all rows,
+shared by the parts in proportion to their sizes, and a moment vector per
+part). The released matrices are then re-expressed as (count, means, centred
+scatter, centred cross-moment). The noisy scatter is projected on the positive
 semi-definite cone (post-processing), so every ridge system below is solvable
 for a positive penalty; the intercept is never penalized.
 """
@@ -35,6 +38,7 @@ __all__ = [
     "exact_statistics",
     "gram_sensitivity",
     "moment_sensitivity",
+    "release_shared_gram",
     "release_statistics",
 ]
 
@@ -212,12 +216,16 @@ class RawStatistics:
     n_samples: int
     intercept_scaling: object = None
 
-    def combine(self, other, weight):
-        """``weight * self + (1 - weight) * other`` for two releases of the same rows."""
+    def combine(self, other, weight, moment_weight=None):
+        """``weight * self + (1 - weight) * other`` for two releases of the same rows.
+
+        ``moment_weight`` (default: ``weight``) weighs the moment vectors.
+        """
         w = float(weight)
+        wm = w if moment_weight is None else float(moment_weight)
         return RawStatistics(
             w * self.gram + (1.0 - w) * other.gram,
-            w * self.moment + (1.0 - w) * other.moment,
+            wm * self.moment + (1.0 - wm) * other.moment,
             self.n_samples,
             self.intercept_scaling,
         )
@@ -283,16 +291,36 @@ def exact_statistics(X, y, intercept_scaling=None):
     return RawStatistics(Z.T @ Z, Z.T @ y, n, intercept_scaling)
 
 
-def _noise(rng, p, gram_std, moment_std, intercept):
-    """One standard draw of (symmetric Gram noise, moment noise), scaled."""
+def _gram_noise(rng, p, std, intercept):
+    """Symmetric noise on the upper triangle of a ``p x p`` Gram matrix."""
     iu = np.triu_indices(p)
-    flat = gaussian_noise(rng, gram_std, iu[0].size)
+    flat = gaussian_noise(rng, std, iu[0].size)
     gram = np.zeros((p, p))
     gram[iu] = flat
     gram = gram + np.triu(gram, 1).T
     if intercept:
         gram[-1, -1] = 0.0  # the corner n c**2 is public
+    return gram
+
+
+def _noise(rng, p, gram_std, moment_std, intercept):
+    """One standard draw of (symmetric Gram noise, moment noise), scaled."""
+    gram = _gram_noise(rng, p, gram_std, intercept)
     return gram, gaussian_noise(rng, moment_std, p)
+
+
+def _check_correlation(rho, n_parts):
+    if rho != 0.0 and n_parts != 2:
+        raise ValueError("Correlated noise needs exactly two parts.")
+    if not -1.0 < rho < 1.0:
+        raise ValueError("correlation must be in (-1, 1).")
+
+
+def _correlate(first, second, rho):
+    """Second part's noise: ``rho * first + sqrt(1 - rho**2) * fresh``."""
+    if rho == 0.0:
+        return second
+    return rho * first + math.sqrt(1.0 - rho * rho) * second
 
 
 def release_statistics(parts, *, gram_std, moment_std, rng, correlation=0.0):
@@ -332,18 +360,14 @@ def release_statistics(parts, *, gram_std, moment_std, rng, correlation=0.0):
     True
     """
     rho = float(correlation)
-    if rho != 0.0 and len(parts) != 2:
-        raise ValueError("Correlated noise needs exactly two parts.")
-    if not -1.0 < rho < 1.0:
-        raise ValueError("correlation must be in (-1, 1).")
+    _check_correlation(rho, len(parts))
     out, first = [], None
     for k, part in enumerate(parts):
         p = part.moment.size
         intercept = part.intercept_scaling is not None
         noise = _noise(rng, p, gram_std, moment_std, intercept)
-        if k == 1 and rho != 0.0:
-            s = math.sqrt(1.0 - rho * rho)
-            noise = tuple(rho * a + s * b for a, b in zip(first, noise))
+        if k == 1:
+            noise = tuple(_correlate(a, b, rho) for a, b in zip(first, noise))
         first = noise if k == 0 else first
         out.append(
             RawStatistics(
@@ -351,6 +375,73 @@ def release_statistics(parts, *, gram_std, moment_std, rng, correlation=0.0):
                 part.moment + noise[1],
                 part.n_samples,
                 part.intercept_scaling,
+            )
+        )
+    return out
+
+
+def release_shared_gram(parts, *, gram_std, moment_std, rng, correlation=0.0):
+    """Release one Gram matrix of all rows and a moment vector per part.
+
+    The Gram matrix of the union of the parts gets symmetric noise of
+    standard deviation ``gram_std`` per upper-triangle entry (once); each
+    part's moment vector gets noise of standard deviation ``moment_std`` per
+    entry, with correlation ``rho`` between two parts (as in
+    :func:`release_statistics`). A record is in the shared Gram matrix and in
+    its own part's moment vector: the two Gaussian releases compose.
+
+    Each returned part carries the shared Gram matrix scaled by its share of
+    the rows, ``G * n_k / n`` (post-processing): the parts' Gram matrices then
+    sum to the released ``G``, and their pooled statistics have the shared
+    Gram matrix's noise instead of the sum of two parts' noises. Only the
+    moment vectors tell the parts apart, which is where the labels, and so
+    the overfitting a validation objective measures, are. Without Gram noise
+    (``gram_std = 0``, no privacy) each part keeps its own exact Gram matrix.
+
+    Parameters
+    ----------
+    parts : list of RawStatistics
+        Exact statistics (:func:`exact_statistics`) of disjoint parts.
+    gram_std, moment_std : float
+        Noise standard deviations of the shared Gram entries and of each
+        part's (marginal) moment entries.
+    rng : numpy.random.Generator
+    correlation : float, default=0.0
+        ``rho`` in ``(-1, 1)`` of the two parts' moment noises.
+
+    Returns
+    -------
+    list of RawStatistics
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.arange(8.0).reshape(4, 2)
+    >>> a = exact_statistics(X[:1], np.ones(1), 1.0)
+    >>> b = exact_statistics(X[1:], np.ones(3), 1.0)
+    >>> ra, rb = release_shared_gram([a, b], gram_std=1.0, moment_std=0.0,
+    ...                              rng=np.random.default_rng(0))
+    >>> bool(np.allclose(ra.gram * 3, rb.gram)), bool(np.allclose(ra.moment, a.moment))
+    (True, True)
+    >>> bool(np.allclose((ra + rb).gram[-1, -1], 4.0))  # the public corner n c**2
+    True
+    """
+    rho = float(correlation)
+    _check_correlation(rho, len(parts))
+    p = parts[0].moment.size
+    intercept = parts[0].intercept_scaling is not None
+    n = sum(part.n_samples for part in parts)
+    shared = sum(part.gram for part in parts) + _gram_noise(rng, p, gram_std, intercept)
+    out, first = [], None
+    for k, part in enumerate(parts):
+        noise = gaussian_noise(rng, moment_std, p)
+        if k == 1:
+            noise = _correlate(first, noise, rho)
+        first = noise if k == 0 else first
+        gram = shared * (part.n_samples / n) if gram_std > 0 else part.gram
+        out.append(
+            RawStatistics(
+                gram, part.moment + noise, part.n_samples, part.intercept_scaling
             )
         )
     return out
