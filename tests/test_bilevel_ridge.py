@@ -117,18 +117,14 @@ def test_correlated_release_marginals_and_accounting():
     )
     assert np.std(draws, axis=0) == pytest.approx([2.0, 2.0], rel=0.06)
     assert np.corrcoef(draws.T)[0, 1] == pytest.approx(-0.5, abs=0.05)
-    # The plan charges each part's moment sigma * sqrt(1 - rho^2); the
-    # shared Gram matrix is one release of all rows: spent == requested.
+    # The plan charges each part sigma * sqrt(1 - rho^2): spent == requested.
     for rho in (0.0, -0.5, -0.9):
         s = BilevelRidgeSettings(correlation=rho)
         plan = plan_bilevel_ridge(s, 600, 400, 5, 0.3)
+        scale = math.sqrt(2) / 0.3 / math.sqrt(1 - rho**2)
+        assert plan.stds["gram"] == pytest.approx(gram_sensitivity(1.0, 1.0) * scale)
         assert plan.stds["moment"] == pytest.approx(
-            moment_sensitivity(1.0, 1.0, 1.0)
-            / (0.3 / math.sqrt(2))
-            / math.sqrt(1 - rho**2)
-        )
-        assert plan.stds["gram"] == pytest.approx(
-            gram_sensitivity(1.0, 1.0) / (0.3 / math.sqrt(2))
+            moment_sensitivity(1.0, 1.0, 1.0) * scale
         )
         assert certify_epsilon(plan.event, 1e-6) == pytest.approx(
             certify_epsilon(
@@ -209,13 +205,13 @@ def test_shared_gram_release_noise_and_no_noise_limit():
 
 
 def test_shared_gram_plan_composes_to_the_request():
-    """One Gram release of all rows composed with one moment release per
-    part (parallel): mu_G^2 + mu_m^2 = mu^2; the ablation with a Gram matrix
-    per part spends the same."""
+    """Ablation with one Gram release of all rows composed with one moment
+    release per part (parallel): mu_G^2 + mu_m^2 = mu^2; the default (a Gram
+    matrix per part) spends the same."""
     from dataclasses import replace
 
     for rho in (0.0, -0.6):
-        s = BilevelRidgeSettings(correlation=rho)
+        s = BilevelRidgeSettings(correlation=rho, shared_gram=True)
         plan = plan_bilevel_ridge(s, 600, 400, 5, 0.8)
         mu_g = gram_sensitivity(1.0, 1.0) / plan.stds["gram"]
         mu_m = (
@@ -229,6 +225,7 @@ def test_shared_gram_plan_composes_to_the_request():
             certify_epsilon(GaussianDpEvent(1 / 0.8), 1e-6), rel=1e-9
         )
         own = plan_bilevel_ridge(replace(s, shared_gram=False), 600, 400, 5, 0.8)
+        assert own.stds["gram"] >= plan.stds["gram"]
         assert certify_epsilon(own.event, 1e-6) == pytest.approx(eps, rel=1e-9)
 
 
@@ -453,7 +450,7 @@ def test_outer_loop_minimizes_the_corrected_objective():
     shifts = []
     for seed in range(3):
         res = bilevel_ridge(Xn, yn, tr, va, plan, np.random.default_rng(seed))
-        released = release_shared_gram(
+        released = release_statistics(
             [
                 exact_statistics(Xn[tr], yn[tr], 1.0),
                 exact_statistics(Xn[va], yn[va], 1.0),

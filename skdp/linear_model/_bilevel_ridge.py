@@ -128,14 +128,10 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             default="sufficient_statistics"
         How the inner ridge problems are solved privately:
 
-        - ``"sufficient_statistics"``: one Gram matrix ``X^T X`` of all rows
-          (half of the budget) and each part's moment vector ``X^T y`` (the
-          other half; the parts are disjoint, so parallel composition
-          applies) are released once. Each part uses the shared Gram matrix
-          in proportion to its rows: the pooled statistics of the final
-          model then carry one Gram release's noise, not two. All inner
-          solves, the outer loop and the final model are closed-form
-          post-processing. The noisy
+        - ``"sufficient_statistics"``: each part releases its Gram matrix and
+          moment vector once, with the whole budget (the parts are disjoint,
+          so parallel composition applies). All inner solves, the outer loop
+          and the final model are then closed-form post-processing. The noisy
           Gram matrix is projected on the PSD cone, so every inner problem is
           ``omega``-strongly convex for any ``omega > 0``; without the
           projection ``alpha_min`` would have to exceed the noise level of the
@@ -253,7 +249,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         Bounds used (given, or privately estimated).
     noise_level_ : float
         Standard deviation of the noise on each entry of the released
-        Gram matrix, in scikit-learn units (``0`` without noise or for the
+        Gram matrices, in scikit-learn units (``0`` without noise or for the
         other solvers).
     delta_ : float
     privacy_spent_ : tuple of (float, float)

@@ -24,13 +24,11 @@ anyway (with a clipped, budgeted hypergradient).
 
 Inner solvers:
 
-- ``"sufficient_statistics"``: one Gram matrix of all rows and the moment
-  vector of each of the training and validation parts are released once
-  (the moment vectors by parallel composition: one record lies in one part;
-  each part uses the shared Gram matrix in proportion to its rows); every
-  inner solve and the final model are then closed form. The two moment
-  releases may use negatively correlated noise, which makes their sum (the
-  final model) more accurate at no privacy cost. The upper
+- ``"sufficient_statistics"``: the training and validation parts release
+  their Gram matrix and moment vector once (parallel composition: one record
+  lies in one part); every inner solve and the final model are then closed
+  form. The two releases may use negatively correlated noise, which makes
+  their sum (the final model) more accurate at no privacy cost. The upper
   level is by default two-fold (each part validates the model trained on
   the other), and the released validation loss gets a public correction
   (exact removal of the bias the noise correlation adds, plus a margin of its
@@ -152,10 +150,12 @@ class BilevelRidgeSettings:
         statistics are less noisy per row than a part's); ``False`` only for
         ablation studies.
     shared_gram : bool
-        Sufficient statistics only: release one Gram matrix of all rows
-        (shared by the parts) and a moment vector per part
-        (:func:`~.bilevel_ridge_stats.release_shared_gram`), instead of each
-        part's own Gram matrix; ``False`` only for ablation studies.
+        Sufficient statistics only, ablation studies: release one Gram
+        matrix of all rows, shared by the parts, and a moment vector per part
+        (:func:`~.bilevel_ridge_stats.release_shared_gram`) instead of each
+        part's own Gram matrix. The final model's Gram matrix is then less
+        noisy, but the validation loss no longer sees the Gram noise; it
+        measured worse (``benchmarks/results/bilevel_ridge_shared_gram.md``).
     """
 
     inner_solver: str = "sufficient_statistics"
@@ -178,7 +178,7 @@ class BilevelRidgeSettings:
     validation_margin: float = 1.5
     bias_correction: bool = True
     rescale_final: bool = True
-    shared_gram: bool = True
+    shared_gram: bool = False
 
     def __post_init__(self):
         if self.inner_solver not in INNER_SOLVERS:
@@ -334,8 +334,9 @@ def plan_bilevel_ridge(settings, n_train, n_val, n_features, mu):
         dg, dm = gram_sensitivity(1.0, c), moment_sensitivity(1.0, 1.0, c)
         rho = s.correlation
         # Gram and moment share mu^2 equally. With correlation rho the
-        # marginal moment noise is 1/sqrt(1 - rho^2) larger for the same
-        # privacy; the shared Gram matrix (all rows, one release) has none.
+        # marginal noise of a part's release is 1/sqrt(1 - rho^2) larger for
+        # the same privacy; a shared Gram matrix (all rows, one release) is
+        # not correlated with anything.
         scale = 1.0 / math.sqrt(1.0 - rho * rho)
         stds["moment"] = dm / math.sqrt(0.5 * rest) * scale
         stds["correlation"] = rho
