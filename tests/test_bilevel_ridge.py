@@ -117,14 +117,17 @@ def test_correlated_release_marginals_and_accounting():
     )
     assert np.std(draws, axis=0) == pytest.approx([2.0, 2.0], rel=0.06)
     assert np.corrcoef(draws.T)[0, 1] == pytest.approx(-0.5, abs=0.05)
-    # The plan charges each part sigma * sqrt(1 - rho^2): spent == requested.
-    for rho in (0.0, -0.5, -0.9):
-        s = BilevelRidgeSettings(correlation=rho)
+    # The plan charges each part sigma * sqrt(1 - rho^2), Gram and moment
+    # splitting mu^2 by gram_share: spent == requested.
+    for rho, share in ((0.0, 0.5), (-0.5, 0.35), (-0.9, 0.2)):
+        s = BilevelRidgeSettings(correlation=rho, gram_share=share)
         plan = plan_bilevel_ridge(s, 600, 400, 5, 0.3)
-        scale = math.sqrt(2) / 0.3 / math.sqrt(1 - rho**2)
-        assert plan.stds["gram"] == pytest.approx(gram_sensitivity(1.0, 1.0) * scale)
+        scale = 1 / 0.3 / math.sqrt(1 - rho**2)
+        assert plan.stds["gram"] == pytest.approx(
+            gram_sensitivity(1.0, 1.0) * scale / math.sqrt(share)
+        )
         assert plan.stds["moment"] == pytest.approx(
-            moment_sensitivity(1.0, 1.0, 1.0) * scale
+            moment_sensitivity(1.0, 1.0, 1.0) * scale / math.sqrt(1 - share)
         )
         assert certify_epsilon(plan.event, 1e-6) == pytest.approx(
             certify_epsilon(

@@ -149,6 +149,14 @@ class BilevelRidgeSettings:
         tuned penalty times :func:`final_penalty_factor` (the pooled
         statistics are less noisy per row than a part's); ``False`` only for
         ablation studies.
+    gram_share : float
+        Sufficient statistics only: share of the statistics budget (of
+        ``mu**2``) spent on the Gram matrices; the moment vectors get the
+        rest. The Gram noise reaches the coefficients multiplied by the
+        coefficients themselves (in units of the public bounds), the moment
+        noise directly, so the Gram matrix deserves the smaller share unless
+        the signal is large against the bounds (measured:
+        ``benchmarks/results/bilevel_ridge_design.md``).
     shared_gram : bool
         Sufficient statistics only, ablation studies: release one Gram
         matrix of all rows, shared by the parts, and a moment vector per part
@@ -178,6 +186,7 @@ class BilevelRidgeSettings:
     validation_margin: float = 1.5
     bias_correction: bool = True
     rescale_final: bool = True
+    gram_share: float = 0.35
     shared_gram: bool = False
 
     def __post_init__(self):
@@ -191,6 +200,8 @@ class BilevelRidgeSettings:
             raise ValueError("correlation must be in (-1, 0].")
         if not self.validation_margin >= 0.0:
             raise ValueError("validation_margin must be >= 0.")
+        if not 0.0 < self.gram_share < 1.0:
+            raise ValueError("gram_share must be in (0, 1).")
 
     @property
     def start(self):
@@ -333,26 +344,26 @@ def plan_bilevel_ridge(settings, n_train, n_val, n_features, mu):
         c = s.intercept_scaling if s.fit_intercept else None
         dg, dm = gram_sensitivity(1.0, c), moment_sensitivity(1.0, 1.0, c)
         rho = s.correlation
-        # Gram and moment share mu^2 equally. With correlation rho the
+        # Gram and moment split mu^2 by gram_share. With correlation rho the
         # marginal noise of a part's release is 1/sqrt(1 - rho^2) larger for
         # the same privacy; a shared Gram matrix (all rows, one release) is
         # not correlated with anything.
         scale = 1.0 / math.sqrt(1.0 - rho * rho)
-        stds["moment"] = dm / math.sqrt(0.5 * rest) * scale
+        stds["moment"] = dm / math.sqrt((1.0 - s.gram_share) * rest) * scale
         stds["correlation"] = rho
         moment = _gaussian(stds["moment"] / scale, dm)
         train_events.append(moment)
         val_events.append(moment)
         if s.shared_gram:
-            stds["gram"] = dg / math.sqrt(0.5 * rest)
+            stds["gram"] = dg / math.sqrt(s.gram_share * rest)
             all_events.append(_gaussian(stds["gram"], dg))
         else:
-            stds["gram"] = dg / math.sqrt(0.5 * rest) * scale
+            stds["gram"] = dg / math.sqrt(s.gram_share * rest) * scale
             train_events.append(_gaussian(stds["gram"] / scale, dg))
             val_events.append(_gaussian(stds["gram"] / scale, dg))
         if refit > 0:
-            stds["refit_gram"] = dg / math.sqrt(0.5 * refit)
-            stds["refit_moment"] = dm / math.sqrt(0.5 * refit)
+            stds["refit_gram"] = dg / math.sqrt(s.gram_share * refit)
+            stds["refit_moment"] = dm / math.sqrt((1.0 - s.gram_share) * refit)
             all_events += [
                 _gaussian(stds["refit_gram"], dg),
                 _gaussian(stds["refit_moment"], dm),
