@@ -591,9 +591,9 @@ def _gram_share(share):
 
 DESIGN_VARIANTS = {
     "default (two-fold, halves, rho=-0.6, margin=1.5, final penalty x(1+rho), "
-    "gram_share=0.35)": {},
+    "gram_share=0.4)": {},
     "gram_share=0.5 (previous default)": (_gram_share(0.5), {}),
-    "gram_share=0.25": (_gram_share(0.25), {}),
+    "gram_share=0.3": (_gram_share(0.3), {}),
     "one Gram matrix shared by the halves": (_SharedGram, {}),
     "no final rescale": (_NoRescale, {}),
     "no bias correction": (_NoBiasCorrection, {}),

@@ -186,7 +186,7 @@ class BilevelRidgeSettings:
     validation_margin: float = 1.5
     bias_correction: bool = True
     rescale_final: bool = True
-    gram_share: float = 0.35
+    gram_share: float = 0.4
     shared_gram: bool = False
 
     def __post_init__(self):
