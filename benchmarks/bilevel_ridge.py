@@ -674,7 +674,7 @@ def design_study(ns=(10**4, 10**5), reps=6, epsilon=1.0):
         "Gram matrices, the rest going to the moment vectors.",
         "`one Gram matrix shared by the halves` releases the Gram matrix of",
         "all rows once instead of each half's (see",
-        "`bilevel_ridge_shared_gram.md` for a paired study with more",
+        "`bilevel_ridge_paired.md` for a paired study with more",
         "repetitions).",
         "`no final rescale` keeps the tuned penalty for the",
         "final model (the pooled statistics are less noisy per row than a",

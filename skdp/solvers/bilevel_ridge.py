@@ -163,7 +163,7 @@ class BilevelRidgeSettings:
         (:func:`~.bilevel_ridge_stats.release_shared_gram`) instead of each
         part's own Gram matrix. The final model's Gram matrix is then less
         noisy, but the validation loss no longer sees the Gram noise; it
-        measured worse (``benchmarks/results/bilevel_ridge_shared_gram.md``).
+        measured worse (``benchmarks/results/bilevel_ridge_paired.md``).
     """
 
     inner_solver: str = "sufficient_statistics"
