@@ -557,46 +557,24 @@ def plot(syn, diab):
 SOLVER_N = 10**4
 
 
-class _NoBiasCorrection(BilevelRidge):
-    """Ablation only: leaves the noise-correlation bias in the objective."""
+def ablation(**changes):
+    """BilevelRidge with some solver settings changed (studies only)."""
 
-    def _settings(self, n_train, feature_norm):
-        return replace(super()._settings(n_train, feature_norm), bias_correction=False)
-
-
-class _NoRescale(BilevelRidge):
-    """Ablation only: the final model uses the tuned part-model penalty."""
-
-    def _settings(self, n_train, feature_norm):
-        return replace(super()._settings(n_train, feature_norm), rescale_final=False)
-
-
-class _SharedGram(BilevelRidge):
-    """Ablation only: one Gram matrix of all rows, shared by the halves."""
-
-    def _settings(self, n_train, feature_norm):
-        return replace(super()._settings(n_train, feature_norm), shared_gram=True)
-
-
-def _gram_share(share):
-    """Ablation only: another split of the budget between Gram and moments."""
-
-    class _GramShare(BilevelRidge):
+    class Ablation(BilevelRidge):
         def _settings(self, n_train, feature_norm):
-            settings = super()._settings(n_train, feature_norm)
-            return replace(settings, gram_share=share)
+            return replace(super()._settings(n_train, feature_norm), **changes)
 
-    return _GramShare
+    return Ablation
 
 
 DESIGN_VARIANTS = {
     "default (two-fold, halves, rho=-0.6, margin=1.5, final penalty x(1+rho), "
     "gram_share=0.4)": {},
-    "gram_share=0.5 (previous default)": (_gram_share(0.5), {}),
-    "gram_share=0.3": (_gram_share(0.3), {}),
-    "one Gram matrix shared by the halves": (_SharedGram, {}),
-    "no final rescale": (_NoRescale, {}),
-    "no bias correction": (_NoBiasCorrection, {}),
+    "gram_share=0.5 (previous default)": (ablation(gram_share=0.5), {}),
+    "gram_share=0.3": (ablation(gram_share=0.3), {}),
+    "one Gram matrix shared by the halves": (ablation(shared_gram=True), {}),
+    "no final rescale": (ablation(rescale_final=False), {}),
+    "no bias correction": (ablation(bias_correction=False), {}),
     "validation_margin=1": {"validation_margin": 1.0},
     "validation_margin=2": {"validation_margin": 2.0},
     "noise_correlation=-0.5": {"noise_correlation": -0.5},

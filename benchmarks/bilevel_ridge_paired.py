@@ -21,29 +21,18 @@ Writes ``results/bilevel_ridge_paired.md``. Run
 
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bilevel_ridge import SNRS, excess, synthetic  # noqa: E402
+from bilevel_ridge import SNRS, ablation, excess, synthetic  # noqa: E402
 
 from skdp import BilevelRidge  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 SEED_SETS = (0, 1000, 2000)
 REPS = 40
-
-
-def ablation(**changes):
-    """BilevelRidge with some solver settings changed (studies only)."""
-
-    class Variant(BilevelRidge):
-        def _settings(self, n_train, feature_norm):
-            return replace(super()._settings(n_train, feature_norm), **changes)
-
-    return Variant
 
 
 VARIANTS = {
