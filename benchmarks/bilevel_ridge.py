@@ -12,7 +12,8 @@ released statistics). Methods:
 
 - ``bilevel``: ``skdp.BilevelRidge()`` with its defaults (sufficient
   statistics, noise correlation -0.6, two halves, two-fold objective with
-  the correlation bias removed and a 1.5-standard-deviation margin, final
+  the correlation bias removed, no margin if the signal test on the pooled
+  release finds signal and a 1.5-standard-deviation margin otherwise, final
   penalty rescaled by ``1 + rho`` for the pooled statistics);
 - ``fixed[alpha]``: private ridge at each alpha of a fixed grid, each its own
   private fit on all rows (sufficient-statistics perturbation with the whole
@@ -568,8 +569,9 @@ def ablation(**changes):
 
 
 DESIGN_VARIANTS = {
-    "default (two-fold, halves, rho=-0.6, margin=1.5, final penalty x(1+rho), "
-    "gram_share=0.4)": {},
+    "default (two-fold, halves, rho=-0.6, signal test at 0.001 then margin 0 "
+    "or 1.5, final penalty x(1+rho), gram_share=0.4)": {},
+    "no signal test (margin 1.5 always; previous default)": {"signal_test_level": None},
     "gram_share=0.5 (previous default)": (ablation(gram_share=0.5), {}),
     "gram_share=0.3": (ablation(gram_share=0.3), {}),
     "one Gram matrix shared by the halves": (ablation(shared_gram=True), {}),
@@ -659,7 +661,8 @@ def design_study(ns=(10**4, 10**5), reps=6, epsilon=1.0):
         "half's, so the privacy part of the best penalty is `1 + rho` times",
         "smaller). `no bias correction` leaves the noise-correlation bias in the",
         "two-fold objective. `validation_margin` is the number of noise standard",
-        "deviations added to the objective. `constant step 0.3 (paper)`",
+        "deviations added to the objective when the signal test finds no",
+        "signal; `no signal test` adds it always. `constant step 0.3 (paper)`",
         "replaces the sign-based (Rprop) step on `log(alpha)` by the paper's",
         "constant step.",
         "",

@@ -22,6 +22,7 @@ from skdp.solvers.bilevel_ridge_output import (
     ridge_ball_radius,
     shrink_noisy,
 )
+from skdp.solvers.bilevel_ridge_signal import signal_test
 from skdp.solvers.bilevel_ridge_stats import (
     exact_statistics,
     gram_sensitivity,
@@ -92,9 +93,115 @@ def test_statistics_sensitivity_coupled(c):
         dm = np.linalg.norm(moved.moment - base.moment)
         assert dg <= gram_sensitivity(A, c) * (1 + 1e-12)
         assert dm <= moment_sensitivity(A, B, c) * (1 + 1e-12)
+        # y^T y (the signal test's): sensitivity B**2.
+        assert abs(moved.target_sq - base.target_sq) <= B * B * (1 + 1e-12)
         worst_g, worst_m = max(worst_g, dg), max(worst_m, dm)
     assert worst_g >= 0.999 * gram_sensitivity(A, c)
     assert worst_m >= 0.9 * moment_sensitivity(A, B, c)
+    y2 = y.copy()
+    y2[0] = 0.0 if abs(y[0]) == B else B
+    moved = exact_statistics(X, y2, c)
+    assert abs(moved.target_sq - base.target_sq) == pytest.approx(B * B)
+
+
+def test_target_sq_is_released_only_with_noise():
+    """The exact y^T y never leaves a release: without a noise scale the
+    released value is None; with one, its noise has that scale and the
+    Gram/moment noise stream is unchanged."""
+    part = exact_statistics(np.zeros((3, 2)), np.ones(3), 1.0)
+    for release in (release_statistics, release_shared_gram):
+        out = release(
+            [part, part], gram_std=1.0, moment_std=1.0, rng=np.random.default_rng(3)
+        )
+        assert all(r.target_sq is None for r in out)
+    draws = []
+    for seed in range(2000):
+        (with_sq,) = release_statistics(
+            [part],
+            gram_std=1.0,
+            moment_std=1.0,
+            target_sq_std=2.0,
+            rng=np.random.default_rng(seed),
+        )
+        draws.append(with_sq.target_sq - part.target_sq)
+    (plain,) = release_statistics(
+        [part], gram_std=1.0, moment_std=1.0, rng=np.random.default_rng(seed)
+    )
+    np.testing.assert_array_equal(plain.gram, with_sq.gram)
+    np.testing.assert_array_equal(plain.moment, with_sq.moment)
+    assert np.std(draws) == pytest.approx(2.0, rel=0.06)
+    assert abs(np.mean(draws)) < 0.15
+
+
+def _signal_test_pvalues(coef_scale, n=4000, d=5, reps=300, seed=0):
+    """p-values of the plan's signal test on releases of one dataset (the
+    privacy noise is the randomness; epsilon = 1)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) / (1.5 * math.sqrt(d))
+    X = clip_rows(X, 1.0)
+    y = np.clip(X @ (coef_scale * np.ones(d)) + 0.1 + 0.25 * rng.normal(size=n), -1, 1)
+    half = n // 2
+    s = BilevelRidgeSettings(alpha_max=10.0 * half)
+    plan = plan_bilevel_ridge(s, half, n - half, d, gdp_budget(1.0, 1e-5))
+    parts = [
+        exact_statistics(X[:half], y[:half], 1.0),
+        exact_statistics(X[half:], y[half:], 1.0),
+    ]
+    rho = plan.stds["correlation"]
+    noise = dict(
+        moment_var=2 * (1 + rho) * plan.stds["moment"] ** 2,
+        gram_var=2 * (1 + rho) * plan.stds["gram"] ** 2,
+        target_sq_var=2 * plan.stds["target_sq"] ** 2,
+    )
+    pvalues = []
+    for r in range(reps):
+        a, b = release_statistics(
+            parts,
+            gram_std=plan.stds["gram"],
+            moment_std=plan.stds["moment"],
+            correlation=rho,
+            target_sq_std=plan.stds["target_sq"],
+            rng=np.random.default_rng(r),
+        )
+        pvalues.append(signal_test(a + b, **noise).pvalue)
+    return np.array(pvalues)
+
+
+def test_signal_test_level_and_power():
+    """No signal: p-values about uniform, on the conservative side (an upper
+    confidence value of var(y)), so the test rejects at most about its
+    level; a clear signal: it rejects at the default level almost always."""
+    level = BilevelRidgeSettings().signal_test_level
+    for seed in (0, 1):
+        p = _signal_test_pvalues(0.0, seed=seed)
+        assert np.mean(p < 0.05) <= 0.08
+        assert 0.3 <= np.mean(p < 0.5) <= 0.6
+    assert np.mean(_signal_test_pvalues(0.5) < level) >= 0.95
+
+
+def test_signal_pvalue_attribute():
+    """Fitted p-value: in [0, 1] with the default solver and noise; NaN
+    without noise, without the test, or with another solver."""
+    X, y, _ = linear_data(4000, 4, noise=1.0)
+    kw = dict(feature_norm=6.0, target_bound=8.0, random_state=0)
+    p = BilevelRidge(epsilon=1.0, **kw).fit(X, y).signal_pvalue_
+    assert 0.0 <= p < 0.001  # a clear signal
+    assert math.isnan(BilevelRidge(epsilon=np.inf, **kw).fit(X, y).signal_pvalue_)
+    off = BilevelRidge(epsilon=1.0, signal_test_level=None, **kw).fit(X, y)
+    assert math.isnan(off.signal_pvalue_)
+    other = BilevelRidge(
+        epsilon=1.0, inner_solver="output_perturbation", max_iter=3, **kw
+    ).fit(X, y)
+    assert math.isnan(other.signal_pvalue_)
+
+
+def test_signal_test_needs_the_released_target_sq():
+    part = exact_statistics(np.eye(3), np.ones(3), 1.0)
+    (released,) = release_statistics(
+        [part], gram_std=1.0, moment_std=1.0, rng=np.random.default_rng(0)
+    )
+    with pytest.raises(ValueError, match="y\\^T y"):
+        signal_test(released, moment_var=1.0, gram_var=1.0, target_sq_var=1.0)
 
 
 def test_correlated_release_marginals_and_accounting():
@@ -117,18 +224,27 @@ def test_correlated_release_marginals_and_accounting():
     )
     assert np.std(draws, axis=0) == pytest.approx([2.0, 2.0], rel=0.06)
     assert np.corrcoef(draws.T)[0, 1] == pytest.approx(-0.5, abs=0.05)
-    # The plan charges each part sigma * sqrt(1 - rho^2), Gram and moment
-    # splitting mu^2 by gram_share: spent == requested.
+    # The plan charges each part sigma * sqrt(1 - rho^2), y^T y (for the
+    # signal test) signal_test_share of mu^2, Gram and moment splitting the
+    # rest by gram_share: spent == requested.
     for rho, share in ((0.0, 0.5), (-0.5, 0.35), (-0.9, 0.2)):
         s = BilevelRidgeSettings(correlation=rho, gram_share=share)
         plan = plan_bilevel_ridge(s, 600, 400, 5, 0.3)
-        scale = 1 / 0.3 / math.sqrt(1 - rho**2)
+        t = s.signal_test_share
+        assert plan.stds["target_sq"] == pytest.approx(1 / 0.3 / math.sqrt(t))
+        scale = 1 / 0.3 / math.sqrt(1 - rho**2) / math.sqrt(1 - t)
         assert plan.stds["gram"] == pytest.approx(
             gram_sensitivity(1.0, 1.0) * scale / math.sqrt(share)
         )
         assert plan.stds["moment"] == pytest.approx(
             moment_sensitivity(1.0, 1.0, 1.0) * scale / math.sqrt(1 - share)
         )
+        assert certify_epsilon(plan.event, 1e-6) == pytest.approx(
+            certify_epsilon(GaussianDpEvent(1 / 0.3), 1e-6), rel=1e-9
+        )
+        # Without the test, nothing is spent on y^T y.
+        s0 = BilevelRidgeSettings(correlation=rho, signal_test_level=None)
+        assert "target_sq" not in plan_bilevel_ridge(s0, 600, 400, 5, 0.3).stds
         assert certify_epsilon(plan.event, 1e-6) == pytest.approx(
             certify_epsilon(
                 plan_bilevel_ridge(
@@ -222,7 +338,8 @@ def test_shared_gram_plan_composes_to_the_request():
             / plan.stds["moment"]
             / math.sqrt(1 - rho**2)
         )
-        assert math.hypot(mu_g, mu_m) == pytest.approx(0.8)
+        mu_t = 1.0 / plan.stds["target_sq"]  # y^T y per part, sensitivity 1
+        assert math.hypot(mu_g, mu_m, mu_t) == pytest.approx(0.8)
         eps = certify_epsilon(plan.event, 1e-6)
         assert eps == pytest.approx(
             certify_epsilon(GaussianDpEvent(1 / 0.8), 1e-6), rel=1e-9
@@ -464,6 +581,9 @@ def test_outer_loop_minimizes_the_corrected_objective():
             rng=np.random.default_rng(seed),  # the solver's first draws
         )
         obj = validation_objective(*released, plan)
+        # The signal test (strong signal here) switches the margin off.
+        assert res.signal_pvalue < settings.signal_test_level
+        obj.margin = settings.signal_margin
         corrected = [obj.corrected_value(a) for a in grid]
         best = int(np.argmin(corrected))
         spread = max(corrected) - min(corrected)

@@ -183,7 +183,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         ``alpha_``. With ``refit_share > 0``, statistics of all rows are
         released again and combined with the pooled ones by inverse variance
         (or, for the other solvers, a fresh private solve on all rows).
-    noise_correlation : float, default=-0.5
+    noise_correlation : float, default=-0.6
         Correlation ``rho`` in ``(-1, 0]`` between the noises of the two
         parts' statistics (``"sufficient_statistics"`` only). A record lies in
         one part, and the release is exactly as private as with independent
@@ -202,16 +202,26 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         part models. ``False``: the paper's single split (train on the first
         part, validate on the second). Two-fold halves the relative noise of
         the tuning signal at no privacy cost (post-processing).
-    validation_margin : float, default=1.0
+    validation_margin : float, default=1.5
         ``"sufficient_statistics"`` only: the outer loop minimizes the
         released validation loss, corrected for the noise correlation, plus
         ``validation_margin`` standard deviations of its noise-times-noise
         term (an upper confidence bound, a public function of ``alpha``; see
-        Notes). ``0`` trusts the noisy loss fully, which at small
-        ``n * epsilon`` picks penalties where the models are mostly noise.
-        1.5 measured best among 0.5, 1, 1.5, 2 together with the
-        final-penalty rescaling (a too small penalty costs far more than a
-        too large one, which costs at most the constant model's risk).
+        Notes), unless the signal test (``signal_test_level``) finds signal.
+        ``0`` trusts the noisy loss fully, which where the data hold no
+        detectable signal picks penalties where the models are mostly noise
+        (a too small penalty costs far more than a too large one, which
+        costs at most the constant model's risk).
+    signal_test_level : float or None, default=0.001
+        ``"sufficient_statistics"`` only: level of a chi-square test of "the
+        target does not depend on the features" on the pooled release (post-
+        processing, plus each part's sum of squared targets, released with 1%
+        of the statistics budget). If the test rejects, the outer loop trusts
+        the corrected validation loss (no margin); otherwise it adds
+        ``validation_margin``. The margin guards against noise dips where
+        there is nothing to find, and costs accuracy where there is
+        (``benchmarks/results/bilevel_ridge_design.md``). ``None`` always
+        uses the margin.
     inner_max_iter : int, default=100
         Steps per localization round of ``"loc_gd"``.
     inner_rounds : int, default=2
@@ -251,6 +261,10 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         Standard deviation of the noise on each entry of the released
         Gram matrices, in scikit-learn units (``0`` without noise or for the
         other solvers).
+    signal_pvalue_ : float
+        p-value of the signal test (see ``signal_test_level``); below the
+        level, the outer loop ran without margin. NaN when the test is not
+        run (other solvers, ``signal_test_level=None``, no noise).
     delta_ : float
     privacy_spent_ : tuple of (float, float)
         Certified ``(epsilon, delta_)`` of the whole fit.
@@ -276,7 +290,11 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     - the noise-times-noise term keeps a standard deviation
       ``s**2 sqrt((1 + rho**2) tr(K**2))``; ``validation_margin`` of it is
       added, so ``alpha`` moves below the region where the part models are
-      mostly noise only on clear evidence.
+      mostly noise only on clear evidence, unless a chi-square test on the
+      pooled statistics finds that the target depends on the features
+      (``signal_test_level``; :mod:`skdp.solvers.bilevel_ridge_signal`).
+      Without signal the loss has only noise dips to offer; with signal,
+      the margin mostly costs accuracy.
 
     The derivative of the correction enters the outer step as the paper's
     ``grad_x f`` term; the rest of the step is the F2BA estimate. At
@@ -341,6 +359,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         "noise_correlation": [Interval(Real, -1, 0, closed="right")],
         "cross_validate": ["boolean"],
         "validation_margin": [Interval(Real, 0, None, closed="left")],
+        "signal_test_level": [Interval(Real, 0, 1, closed="neither"), None],
         "inner_max_iter": [Interval(Integral, 1, None, closed="left")],
         "inner_rounds": [Interval(Integral, 1, None, closed="left")],
     }
@@ -368,6 +387,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         noise_correlation=-0.6,
         cross_validate=True,
         validation_margin=1.5,
+        signal_test_level=0.001,
         inner_max_iter=100,
         inner_rounds=2,
         accountant=None,
@@ -393,6 +413,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         self.noise_correlation = noise_correlation
         self.cross_validate = cross_validate
         self.validation_margin = validation_margin
+        self.signal_test_level = signal_test_level
         self.inner_max_iter = inner_max_iter
         self.inner_rounds = inner_rounds
         self.accountant = accountant
@@ -455,6 +476,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             correlation=self.noise_correlation,
             cross_validate=self.cross_validate,
             validation_margin=self.validation_margin,
+            signal_test_level=self.signal_test_level,
             inner_steps=self.inner_max_iter,
             inner_rounds=self.inner_rounds,
         )
@@ -529,6 +551,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         self.n_iter_ = int(self.max_iter)
         self.output_iteration_ = int(result.t_out)
         self.noise_level_ = float(ridge_plan.stds.get("gram", 0.0) * a2)
+        self.signal_pvalue_ = float(result.signal_pvalue)
         return self
 
     def _bounds(self, X, y, eps_a, eps_b, rng):

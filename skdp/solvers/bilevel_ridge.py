@@ -75,6 +75,7 @@ from .bilevel_ridge_output import (
     ridge_ball_radius,
     shrink_noisy,
 )
+from .bilevel_ridge_signal import signal_test
 from .bilevel_ridge_stats import (
     exact_statistics,
     gram_sensitivity,
@@ -164,6 +165,16 @@ class BilevelRidgeSettings:
         part's own Gram matrix. The final model's Gram matrix is then less
         noisy, but the validation loss no longer sees the Gram noise; it
         measured worse (``benchmarks/results/bilevel_ridge_paired.md``).
+    signal_test_level : float or None
+        Sufficient statistics only: level of the chi-square test of "no
+        signal" on the pooled release (:mod:`.bilevel_ridge_signal`). If it
+        rejects, the outer loop uses ``signal_margin`` instead of
+        ``validation_margin``. ``None``: no test (nor its release).
+    signal_margin : float
+        Margin used when the test finds signal.
+    signal_test_share : float
+        Share of the statistics budget (of ``mu**2``) spent on each part's
+        ``y^T y``, which the test needs.
     """
 
     inner_solver: str = "sufficient_statistics"
@@ -188,6 +199,9 @@ class BilevelRidgeSettings:
     rescale_final: bool = True
     gram_share: float = 0.4
     shared_gram: bool = False
+    signal_test_level: float = 0.001
+    signal_margin: float = 0.0
+    signal_test_share: float = 0.01
 
     def __post_init__(self):
         if self.inner_solver not in INNER_SOLVERS:
@@ -202,6 +216,13 @@ class BilevelRidgeSettings:
             raise ValueError("validation_margin must be >= 0.")
         if not 0.0 < self.gram_share < 1.0:
             raise ValueError("gram_share must be in (0, 1).")
+        level = self.signal_test_level
+        if level is not None and not 0.0 < level < 1.0:
+            raise ValueError("signal_test_level must be in (0, 1) or None.")
+        if not self.signal_margin >= 0.0:
+            raise ValueError("signal_margin must be >= 0.")
+        if not 0.0 < self.signal_test_share < 0.5:
+            raise ValueError("signal_test_share must be in (0, 0.5).")
 
     @property
     def start(self):
@@ -252,6 +273,8 @@ class BilevelRidgeResult:
     hypergradients : ndarray of shape (T,)
     tuned_alpha : float
         Penalty selected by the outer loop (for the part models).
+    signal_pvalue : float
+        p-value of the signal test (NaN when it is not run).
     """
 
     coef: np.ndarray
@@ -261,6 +284,7 @@ class BilevelRidgeResult:
     t_out: int
     hypergradients: np.ndarray = field(repr=False)
     tuned_alpha: float = None
+    signal_pvalue: float = math.nan
 
 
 # --------------------------------------------------------------------------
@@ -344,6 +368,13 @@ def plan_bilevel_ridge(settings, n_train, n_val, n_features, mu):
         c = s.intercept_scaling if s.fit_intercept else None
         dg, dm = gram_sensitivity(1.0, c), moment_sensitivity(1.0, 1.0, c)
         rho = s.correlation
+        if s.signal_test_level is not None:
+            # Each part's y^T y for the signal test: sensitivity B**2 = 1.
+            share = s.signal_test_share * rest
+            rest -= share
+            stds["target_sq"] = 1.0 / math.sqrt(share)
+            train_events.append(_gaussian(stds["target_sq"], 1.0))
+            val_events.append(_gaussian(stds["target_sq"], 1.0))
         # Gram and moment split mu^2 by gram_share. With correlation rho the
         # marginal noise of a part's release is 1/sqrt(1 - rho^2) larger for
         # the same privacy; a shared Gram matrix (all rows, one release) is
@@ -575,10 +606,27 @@ def _fit_statistics(Xt, yt, Xv, yv, plan, rng):
         gram_std=plan.stds.get("gram", 0.0),
         moment_std=plan.stds.get("moment", 0.0),
         correlation=plan.stds.get("correlation", 0.0),
+        target_sq_std=plan.stds.get("target_sq"),
         rng=rng,
     )
     # Everything below is post-processing of the two releases.
     objective = validation_objective(raw_tr, raw_va, plan)
+    # Noise variances per entry of the pooled statistics.
+    rho = plan.stds.get("correlation", 0.0)
+    v_gram = plan.stds.get("gram", 0.0) ** 2 * (
+        1.0 if s.shared_gram else 2.0 * (1.0 + rho)
+    )
+    v_moment = 2.0 * (1.0 + rho) * plan.stds.get("moment", 0.0) ** 2
+    pvalue = math.nan
+    if "target_sq" in plan.stds:
+        pvalue = signal_test(
+            raw_tr + raw_va,
+            moment_var=v_moment,
+            gram_var=v_gram,
+            target_sq_var=2.0 * plan.stds["target_sq"] ** 2,
+        ).pvalue
+        if pvalue < s.signal_test_level:
+            objective.margin = s.signal_margin
 
     def penalty(omega):
         return default_penalty(s, omega)
@@ -610,12 +658,6 @@ def _fit_statistics(Xt, yt, Xv, yv, plan, rng):
     )
     alpha = float(np.exp(res.x[0]))
     final = raw_tr + raw_va
-    # Noise variances per entry of the pooled statistics.
-    rho = plan.stds.get("correlation", 0.0)
-    v_gram = plan.stds.get("gram", 0.0) ** 2 * (
-        1.0 if s.shared_gram else 2.0 * (1.0 + rho)
-    )
-    v_moment = 2.0 * (1.0 + rho) * plan.stds.get("moment", 0.0) ** 2
     if s.refit_share > 0:
         (raw_all,) = release_statistics(
             [exact_statistics(np.vstack([Xt, Xv]), np.r_[yt, yv], c)],
@@ -636,7 +678,7 @@ def _fit_statistics(Xt, yt, Xv, yv, plan, rng):
         factor = final_penalty_factor(plan, v_moment)
         alpha = float(np.clip(alpha * factor, s.alpha_min, s.alpha_max))
     coef, intercept = final.centered().solve(alpha)
-    return replace(_result(res, coef, intercept), alpha=alpha)
+    return replace(_result(res, coef, intercept), alpha=alpha, signal_pvalue=pvalue)
 
 
 def final_penalty_factor(plan, final_variance):

@@ -15,6 +15,8 @@ and mirrored; the corner ``n c**2`` is public and exact):
 - Gram: ``sqrt(2) (A**2 + c**2 / 2)`` if ``c**2 <= 2 A**2``, else ``2 c A``
   (``sqrt(2) A**2`` without intercept). Attained for ``d >= 2``.
 - moment: ``2 B sqrt(A**2 + c**2)`` (``2 A B`` without intercept).
+- sum of squared targets ``y^T y`` (optional, for the signal test of
+  :mod:`.bilevel_ridge_signal`): ``B**2``.
 
 Two ways to release two disjoint parts (:func:`release_statistics`: each part
 its own Gram matrix; :func:`release_shared_gram`: one Gram matrix of all rows,
@@ -209,12 +211,15 @@ class RawStatistics:
         Public number of rows.
     intercept_scaling : float or None
         Constant column ``c`` (``None``: no intercept).
+    target_sq : float or None
+        ``y^T y`` plus noise; ``None`` when it is not released.
     """
 
     gram: np.ndarray
     moment: np.ndarray
     n_samples: int
     intercept_scaling: object = None
+    target_sq: object = None
 
     def combine(self, other, weight, moment_weight=None):
         """``weight * self + (1 - weight) * other`` for two releases of the same rows.
@@ -228,15 +233,18 @@ class RawStatistics:
             wm * self.moment + (1.0 - wm) * other.moment,
             self.n_samples,
             self.intercept_scaling,
+            _either(self.target_sq, other.target_sq),
         )
 
     def __add__(self, other):
         """Statistics of the union of two disjoint parts."""
+        both = self.target_sq is not None and other.target_sq is not None
         return RawStatistics(
             self.gram + other.gram,
             self.moment + other.moment,
             self.n_samples + other.n_samples,
             self.intercept_scaling,
+            self.target_sq + other.target_sq if both else None,
         )
 
     def centered(self):
@@ -288,7 +296,21 @@ def exact_statistics(X, y, intercept_scaling=None):
         if intercept_scaling is None
         else np.hstack([X, np.full((n, 1), float(intercept_scaling))])
     )
-    return RawStatistics(Z.T @ Z, Z.T @ y, n, intercept_scaling)
+    return RawStatistics(Z.T @ Z, Z.T @ y, n, intercept_scaling, float(y @ y))
+
+
+def _either(first, second):
+    """The first of two values that is not ``None``."""
+    return first if first is not None else second
+
+
+def _released_target_sq(parts, std, rng):
+    """Noisy ``y^T y`` of each part (``None`` if ``std`` is ``None``: the exact
+    value must never leave a release). Drawn after the matrices, so adding it
+    leaves their noise stream unchanged."""
+    if std is None:
+        return [None] * len(parts)
+    return [part.target_sq + gaussian_noise(rng, std) for part in parts]
 
 
 def _gram_noise(rng, p, std, intercept):
@@ -323,7 +345,9 @@ def _correlate(first, second, rho):
     return rho * first + math.sqrt(1.0 - rho * rho) * second
 
 
-def release_statistics(parts, *, gram_std, moment_std, rng, correlation=0.0):
+def release_statistics(
+    parts, *, gram_std, moment_std, rng, correlation=0.0, target_sq_std=None
+):
     """Release the statistics of disjoint parts with Gaussian noise.
 
     Every upper-triangle entry of each part's Gram matrix gets noise of
@@ -345,6 +369,9 @@ def release_statistics(parts, *, gram_std, moment_std, rng, correlation=0.0):
     rng : numpy.random.Generator
     correlation : float, default=0.0
         ``rho`` in ``(-1, 1)``; only for two parts.
+    target_sq_std : float or None, default=None
+        Standard deviation of the independent noise on each part's ``y^T y``;
+        ``None`` does not release it.
 
     Returns
     -------
@@ -369,18 +396,17 @@ def release_statistics(parts, *, gram_std, moment_std, rng, correlation=0.0):
         if k == 1:
             noise = tuple(_correlate(a, b, rho) for a, b in zip(first, noise))
         first = noise if k == 0 else first
-        out.append(
-            RawStatistics(
-                part.gram + noise[0],
-                part.moment + noise[1],
-                part.n_samples,
-                part.intercept_scaling,
-            )
-        )
-    return out
+        out.append((part.gram + noise[0], part.moment + noise[1]))
+    sq = _released_target_sq(parts, target_sq_std, rng)
+    return [
+        RawStatistics(g, m, part.n_samples, part.intercept_scaling, t)
+        for (g, m), part, t in zip(out, parts, sq)
+    ]
 
 
-def release_shared_gram(parts, *, gram_std, moment_std, rng, correlation=0.0):
+def release_shared_gram(
+    parts, *, gram_std, moment_std, rng, correlation=0.0, target_sq_std=None
+):
     """Release one Gram matrix of all rows and a moment vector per part.
 
     The Gram matrix of the union of the parts gets symmetric noise of
@@ -408,6 +434,8 @@ def release_shared_gram(parts, *, gram_std, moment_std, rng, correlation=0.0):
     rng : numpy.random.Generator
     correlation : float, default=0.0
         ``rho`` in ``(-1, 1)`` of the two parts' moment noises.
+    target_sq_std : float or None, default=None
+        As in :func:`release_statistics`.
 
     Returns
     -------
@@ -439,12 +467,12 @@ def release_shared_gram(parts, *, gram_std, moment_std, rng, correlation=0.0):
             noise = _correlate(first, noise, rho)
         first = noise if k == 0 else first
         gram = shared * (part.n_samples / n) if gram_std > 0 else part.gram
-        out.append(
-            RawStatistics(
-                gram, part.moment + noise, part.n_samples, part.intercept_scaling
-            )
-        )
-    return out
+        out.append((gram, part.moment + noise))
+    sq = _released_target_sq(parts, target_sq_std, rng)
+    return [
+        RawStatistics(g, m, part.n_samples, part.intercept_scaling, t)
+        for (g, m), part, t in zip(out, parts, sq)
+    ]
 
 
 def _psd(matrix):
