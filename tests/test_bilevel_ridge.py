@@ -10,9 +10,11 @@ from skdp import BilevelRidge, BudgetExceededError, PrivacyAccountant
 from skdp.privacy import GaussianDpEvent, certify_epsilon
 from skdp.solvers.bilevel_plan import gdp_budget
 from skdp.solvers.bilevel_ridge import (
+    MAX_GRAM_NOISE_RATIO,
     BilevelRidgeSettings,
     bilevel_ridge,
     final_penalty_factor,
+    gram_noise_ratio,
     plan_bilevel_ridge,
     validation_objective,
 )
@@ -193,6 +195,52 @@ def test_signal_pvalue_attribute():
         epsilon=1.0, inner_solver="output_perturbation", max_iter=3, **kw
     ).fit(X, y)
     assert math.isnan(other.signal_pvalue_)
+
+
+def _tuned(n, signal_margin, epsilon=10.0, feature_norm=6.0, seed=0):
+    """Solver run on strong-signal data (d = 5) with a given signal margin:
+    the result, the plan and the released parts' Gram noise ratio."""
+    X, y, _ = linear_data(n, 5, noise=0.5, seed=seed)
+    Xn = clip_rows(X / feature_norm, 1.0)
+    yn = np.clip(y / 8.0, -1.0, 1.0)
+    half = n // 2
+    s = BilevelRidgeSettings(alpha_max=10.0 * half, signal_margin=signal_margin)
+    plan = plan_bilevel_ridge(s, half, n - half, 5, gdp_budget(epsilon, 1e-5))
+    tr, va = np.arange(half), np.arange(half, n)
+    parts = release_statistics(
+        [exact_statistics(Xn[tr], yn[tr], 1.0), exact_statistics(Xn[va], yn[va], 1.0)],
+        gram_std=plan.stds["gram"],
+        moment_std=plan.stds["moment"],
+        correlation=plan.stds["correlation"],
+        rng=np.random.default_rng(seed),  # the solver's first draws
+    )
+    res = bilevel_ridge(Xn, yn, tr, va, plan, np.random.default_rng(seed))
+    return res, plan, gram_noise_ratio(parts, plan)
+
+
+def test_gram_noise_ratio_formula_and_scaling():
+    """2 sqrt(p) s_G over the mean eigenvalue of a part's centred scatter;
+    it falls like 1 / n."""
+    X, y, _ = linear_data(1000, 4, seed=1)
+    part = exact_statistics(clip_rows(X / 5.0, 1.0), np.clip(y / 8.0, -1, 1), 1.0)
+    plan = plan_bilevel_ridge(BilevelRidgeSettings(), 1000, 1000, 4, 1.0)
+    mean_eigenvalue = np.trace(part.centered().scatter) / 4
+    expected = 2.0 * math.sqrt(5) * plan.stds["gram"] / mean_eigenvalue
+    assert gram_noise_ratio([part, part], plan) == pytest.approx(expected)
+    ratios = [_tuned(n, 0.0)[2] for n in (400, 4000)]
+    assert ratios[0] / ratios[1] == pytest.approx(10.0, rel=0.2)
+
+
+def test_margin_stays_where_gram_noise_dominates():
+    """Strong signal in both cases; at n = 400 the Gram noise is larger than
+    the Gram matrix allows, so the margin stays (the signal margin changes
+    nothing); at n = 4000 it is switched off (the signal margin matters)."""
+    for n, dominated in ((400, True), (4000, False)):
+        zero, plan, ratio = _tuned(n, 0.0)
+        full, _, _ = _tuned(n, plan.settings.validation_margin)
+        assert zero.signal_pvalue < plan.settings.signal_test_level
+        assert (ratio > MAX_GRAM_NOISE_RATIO) is dominated
+        assert (zero.tuned_alpha == full.tuned_alpha) is dominated
 
 
 def test_signal_test_needs_the_released_target_sq():

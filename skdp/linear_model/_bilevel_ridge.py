@@ -220,8 +220,11 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         the corrected validation loss (no margin); otherwise it adds
         ``validation_margin``. The margin guards against noise dips where
         there is nothing to find, and costs accuracy where there is
-        (``benchmarks/results/bilevel_ridge_design.md``). ``None`` always
-        uses the margin.
+        (``benchmarks/results/bilevel_ridge_design.md``). The margin also
+        stays where the released Gram matrices are dominated by their
+        noise (a public ratio of the noise level to the mean eigenvalue
+        above 1.5, e.g. a few hundred rows), since the corrected loss does
+        not account for Gram noise. ``None`` always uses the margin.
     inner_max_iter : int, default=100
         Steps per localization round of ``"loc_gd"``.
     inner_rounds : int, default=2
