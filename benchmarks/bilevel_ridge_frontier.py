@@ -46,14 +46,13 @@ from bilevel_ridge_selection_harness import rprop  # noqa: E402
 from skdp.privacy import gdp_mu  # noqa: E402
 from skdp.solvers.bilevel_plan import gdp_budget  # noqa: E402
 from skdp.solvers.bilevel_ridge import (  # noqa: E402
-    MAX_GRAM_NOISE_RATIO,
     BilevelRidgeSettings,
     final_penalty_factor,
-    gram_noise_ratio,
     plan_bilevel_ridge,
+    pooled_noise_variances,
+    signal_found,
     validation_objective,
 )
-from skdp.solvers.bilevel_ridge_signal import signal_test  # noqa: E402
 from skdp.solvers.bilevel_ridge_stats import (  # noqa: E402
     exact_statistics,
     release_shared_gram,
@@ -125,9 +124,7 @@ def one_repetition(snr_name, n, seed):
         )
         objective = validation_objective(*parts, plan)
         pooled = (parts[0] + parts[1]).centered()
-        v_moment = 2.0 * (1.0 + rho) * plan.stds["moment"] ** 2
-        v_gram = plan.stds["gram"] ** 2 * (1.0 if shared else 2.0 * (1.0 + rho))
-        factor = final_penalty_factor(plan, v_moment)
+        factor = final_penalty_factor(plan, pooled_noise_variances(plan)[1])
         grid = np.logspace(math.log10(s.alpha_min), math.log10(s.alpha_max), 81)
 
         def score(alpha, pooled=pooled):
@@ -138,20 +135,11 @@ def one_repetition(snr_name, n, seed):
             return min(rprop(objective, s, margin) * factor, s.alpha_max)
 
         key = (rho, share, shared)
-        pvalue = signal_test(
-            parts[0] + parts[1],
-            moment_var=v_moment,
-            gram_var=v_gram,
-            target_sq_var=2.0 * plan.stds["target_sq"] ** 2,
-        ).pvalue
         no_margin, margin = score(final(0.0)), score(final(s.validation_margin))
         out[key, "hindsight"] = min(score(a) for a in grid)
         out[key, "margin 0"] = no_margin
         out[key, "margin 1.5"] = margin
-        signal = (
-            pvalue < s.signal_test_level
-            and gram_noise_ratio(parts, plan) <= MAX_GRAM_NOISE_RATIO
-        )
+        signal, _ = signal_found(parts, plan)
         out[key, "signal test (default)"] = no_margin if signal else margin
         if key == RELEASES[0]:
             out["signal"] = signal

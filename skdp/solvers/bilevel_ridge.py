@@ -34,9 +34,9 @@ Inner solvers:
   (exact removal of the bias the noise correlation adds, plus a margin of its
   noise standard deviation unless a chi-square test on the pooled release
   finds signal, :mod:`.bilevel_ridge_signal`) whose ``log(alpha)``-derivative
-  is the ``grad_x f`` term of the step (:mod:`.bilevel_ridge_validation`). The final model is
-  ridge on the pooled statistics at the tuned penalty times
-  :func:`final_penalty_factor` (``1 + rho`` by default).
+  is the ``grad_x f`` term of the step (:mod:`.bilevel_ridge_validation`).
+  The final model is ridge on the pooled statistics at the tuned penalty
+  times :func:`final_penalty_factor` (``1 + rho`` by default).
 - ``"output_perturbation"``: each inner solve is an exact ridge solution plus
   Gaussian noise (:mod:`.bilevel_ridge_output`).
 - ``"loc_gd"``: the paper's DP-Loc-GD (:mod:`.bilevel`, :mod:`.bilevel_inner`).
@@ -95,6 +95,8 @@ __all__ = [
     "bilevel_ridge",
     "final_penalty_factor",
     "gram_noise_ratio",
+    "pooled_noise_variances",
+    "signal_found",
     "validation_objective",
 ]
 
@@ -618,23 +620,9 @@ def _fit_statistics(Xt, yt, Xv, yv, plan, rng):
     )
     # Everything below is post-processing of the two releases.
     objective = validation_objective(raw_tr, raw_va, plan)
-    # Noise variances per entry of the pooled statistics.
-    rho = plan.stds.get("correlation", 0.0)
-    v_gram = plan.stds.get("gram", 0.0) ** 2 * (
-        1.0 if s.shared_gram else 2.0 * (1.0 + rho)
-    )
-    v_moment = 2.0 * (1.0 + rho) * plan.stds.get("moment", 0.0) ** 2
-    pvalue = math.nan
-    if "target_sq" in plan.stds:
-        pvalue = signal_test(
-            raw_tr + raw_va,
-            moment_var=v_moment,
-            gram_var=v_gram,
-            target_sq_var=2.0 * plan.stds["target_sq"] ** 2,
-        ).pvalue
-        clear = gram_noise_ratio([raw_tr, raw_va], plan) <= MAX_GRAM_NOISE_RATIO
-        if pvalue < s.signal_test_level and clear:
-            objective.margin = s.signal_margin
+    found, pvalue = signal_found([raw_tr, raw_va], plan)
+    if found:
+        objective.margin = s.signal_margin
 
     def penalty(omega):
         return default_penalty(s, omega)
@@ -666,6 +654,7 @@ def _fit_statistics(Xt, yt, Xv, yv, plan, rng):
     )
     alpha = float(np.exp(res.x[0]))
     final = raw_tr + raw_va
+    v_gram, v_moment = pooled_noise_variances(plan)
     if s.refit_share > 0:
         (raw_all,) = release_statistics(
             [exact_statistics(np.vstack([Xt, Xv]), np.r_[yt, yv], c)],
@@ -687,6 +676,62 @@ def _fit_statistics(Xt, yt, Xv, yv, plan, rng):
         alpha = float(np.clip(alpha * factor, s.alpha_min, s.alpha_max))
     coef, intercept = final.centered().solve(alpha)
     return replace(_result(res, coef, intercept), alpha=alpha, signal_pvalue=pvalue)
+
+
+def pooled_noise_variances(plan):
+    """Noise variances per entry of the pooled (summed) parts' statistics.
+
+    Parameters
+    ----------
+    plan : BilevelRidgePlan
+        A sufficient-statistics plan.
+
+    Returns
+    -------
+    gram_var, moment_var : float
+        Per upper-triangle Gram entry and per moment entry.
+    """
+    rho = plan.stds.get("correlation", 0.0)
+    parts = 2.0 * (1.0 + rho)  # two correlated releases summed
+    gram = plan.stds.get("gram", 0.0) ** 2
+    moment = plan.stds.get("moment", 0.0) ** 2
+    return gram * (1.0 if plan.settings.shared_gram else parts), moment * parts
+
+
+def signal_found(parts, plan):
+    """Does the release show signal clearly enough to drop the margin?
+
+    Runs the signal test (:mod:`.bilevel_ridge_signal`) on the pooled parts
+    and checks that their Gram noise is not too large
+    (:func:`gram_noise_ratio`). Post-processing of the release.
+
+    Parameters
+    ----------
+    parts : list of RawStatistics
+        The two released parts.
+    plan : BilevelRidgePlan
+
+    Returns
+    -------
+    found : bool
+        The test rejects at ``signal_test_level`` and the Gram noise ratio is
+        at most :data:`MAX_GRAM_NOISE_RATIO`.
+    pvalue : float
+        The test's p-value; NaN when the plan releases no ``y^T y`` (no
+        test, or no noise).
+    """
+    if "target_sq" not in plan.stds:
+        return False, math.nan
+    first, second = parts
+    gram_var, moment_var = pooled_noise_variances(plan)
+    pvalue = signal_test(
+        first + second,
+        moment_var=moment_var,
+        gram_var=gram_var,
+        target_sq_var=2.0 * plan.stds["target_sq"] ** 2,  # independent per part
+    ).pvalue
+    clear = gram_noise_ratio(parts, plan) <= MAX_GRAM_NOISE_RATIO
+    return bool(pvalue < plan.settings.signal_test_level and clear), pvalue
 
 
 def gram_noise_ratio(parts, plan):

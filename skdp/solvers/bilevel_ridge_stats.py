@@ -233,7 +233,7 @@ class RawStatistics:
             wm * self.moment + (1.0 - wm) * other.moment,
             self.n_samples,
             self.intercept_scaling,
-            _either(self.target_sq, other.target_sq),
+            self.target_sq if self.target_sq is not None else other.target_sq,
         )
 
     def __add__(self, other):
@@ -299,18 +299,22 @@ def exact_statistics(X, y, intercept_scaling=None):
     return RawStatistics(Z.T @ Z, Z.T @ y, n, intercept_scaling, float(y @ y))
 
 
-def _either(first, second):
-    """The first of two values that is not ``None``."""
-    return first if first is not None else second
+def _assemble(parts, noisy, target_sq_std, rng):
+    """Released parts from their noisy ``(gram, moment)`` pairs.
 
-
-def _released_target_sq(parts, std, rng):
-    """Noisy ``y^T y`` of each part (``None`` if ``std`` is ``None``: the exact
-    value must never leave a release). Drawn after the matrices, so adding it
-    leaves their noise stream unchanged."""
-    if std is None:
-        return [None] * len(parts)
-    return [part.target_sq + gaussian_noise(rng, std) for part in parts]
+    Each part's ``y^T y`` gets noise of standard deviation ``target_sq_std``,
+    or is left out (``None``): the exact value must never leave a release.
+    It is drawn after the matrices, so it leaves their noise stream unchanged.
+    """
+    out = []
+    for part, (gram, moment) in zip(parts, noisy):
+        sq = None
+        if target_sq_std is not None:
+            sq = part.target_sq + gaussian_noise(rng, target_sq_std)
+        out.append(
+            RawStatistics(gram, moment, part.n_samples, part.intercept_scaling, sq)
+        )
+    return out
 
 
 def _gram_noise(rng, p, std, intercept):
@@ -397,11 +401,7 @@ def release_statistics(
             noise = tuple(_correlate(a, b, rho) for a, b in zip(first, noise))
         first = noise if k == 0 else first
         out.append((part.gram + noise[0], part.moment + noise[1]))
-    sq = _released_target_sq(parts, target_sq_std, rng)
-    return [
-        RawStatistics(g, m, part.n_samples, part.intercept_scaling, t)
-        for (g, m), part, t in zip(out, parts, sq)
-    ]
+    return _assemble(parts, out, target_sq_std, rng)
 
 
 def release_shared_gram(
@@ -468,11 +468,7 @@ def release_shared_gram(
         first = noise if k == 0 else first
         gram = shared * (part.n_samples / n) if gram_std > 0 else part.gram
         out.append((gram, part.moment + noise))
-    sq = _released_target_sq(parts, target_sq_std, rng)
-    return [
-        RawStatistics(g, m, part.n_samples, part.intercept_scaling, t)
-        for (g, m), part, t in zip(out, parts, sq)
-    ]
+    return _assemble(parts, out, target_sq_std, rng)
 
 
 def _psd(matrix):
