@@ -31,7 +31,7 @@ class PrivateEstimatorMixin:
         "epsilon": [Interval(Real, 0, None, closed="right")],  # np.inf allowed
         "delta": [Interval(Real, 0, 1, closed="left"), None],
         "accountant": [PrivacyAccountant, None],
-        "random_state": ["random_state"],
+        "random_state": ["random_state", np.random.Generator],
     }
 
     def _begin_private_fit(self, n_samples):
@@ -48,7 +48,10 @@ class PrivateEstimatorMixin:
         rng : numpy.random.Generator
         """
         self.delta_ = resolve_delta(self.delta, n_samples, self.epsilon)
-        return self.delta_, check_generator(self.random_state)
+        # Clones share the accountant but copy random_state: give each fit on
+        # the ledger its own stream, or CV folds would reuse the same noise.
+        stream = None if self.accountant is None else self.accountant.claim_stream()
+        return self.delta_, check_generator(self.random_state, stream)
 
     def _spend(self, plan):
         """Charge ``plan`` to the shared accountant, if any, before any noise."""

@@ -112,3 +112,32 @@ def test_infinite_epsilon_is_accepted_and_adds_no_noise():
     b = PrivateMean(epsilon=np.inf, random_state=1).fit(X, y)
     assert a.mean_ == b.mean_ == pytest.approx(np.clip(y, -1, 1).mean())
     assert a.privacy_spent_[0] == np.inf
+
+
+def test_clones_on_one_ledger_draw_independent_noise():
+    # clone() copies random_state; without a stream per fit, CV folds would
+    # reuse the same noise and subtracting two releases would cancel it.
+    X, y = _data()
+    for seed in (3, np.random.RandomState(3), np.random.default_rng(3)):
+        acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+        est = PrivateMean(epsilon=1.0, delta=1e-6, accountant=acc, random_state=seed)
+        a, b = clone(est).fit(X, y), clone(est).fit(X, y)
+        assert not np.allclose(a.mean_, b.mean_)
+    # Reproducible: the same sequence of fits on a fresh ledger.
+    runs = []
+    for _ in range(2):
+        acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+        est = PrivateMean(epsilon=1.0, delta=1e-6, accountant=acc, random_state=3)
+        runs.append([clone(est).fit(X, y).mean_ for _ in range(2)])
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
+def test_cross_validation_folds_do_not_share_noise():
+    # Fold releases minus the exact fold statistics: identical noise would
+    # make the differences equal across folds.
+    X, y = _data(300)
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    est = PrivateMean(epsilon=1.0, delta=1e-6, accountant=acc, random_state=0)
+    folds = [np.arange(300) % 3 != k for k in range(3)]
+    noise = [clone(est).fit(X[m], y[m]).mean_ - y[m].mean() for m in folds]
+    assert not np.allclose(noise[0], noise[1])

@@ -1,5 +1,7 @@
 """HeavyTailedLinearRegression and HeavyTailedLogisticRegression."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -319,3 +321,32 @@ def test_tiny_datasets_fit_with_every_solver(Est, solver):
     model = Est(solver=solver, epsilon=1.0, random_state=0).fit(X, y)
     assert np.all(np.isfinite(model.coef_))
     assert 0.97 <= model.privacy_spent_[0] <= 1.0
+
+
+def test_predict_log_proba_is_finite_and_matches_proba():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3))
+    for y in ((X[:, 0] > 0).astype(int), np.digitize(X[:, 0], [-0.5, 0.5])):
+        clf = HeavyTailedLogisticRegression(epsilon=np.inf, random_state=0).fit(X, y)
+        big = X * 1e6  # saturated scores
+        assert np.all(np.isfinite(clf.predict_log_proba(big)))
+        np.testing.assert_allclose(
+            np.exp(clf.predict_log_proba(X)),
+            clf.predict_proba(X),
+            rtol=1e-8,
+            atol=1e-15,
+        )
+
+
+def test_default_scales_warn_at_small_n():
+    # Too few rows to estimate the scales privately: the public defaults for
+    # standardized data are used, which must not happen silently.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = X @ np.ones(3)
+    with pytest.warns(UserWarning, match="assumes standardized data"):
+        HeavyTailedLinearRegression(random_state=0).fit(X, y)
+    X, y = np.tile(X, (5, 1)), np.tile(y, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        HeavyTailedLinearRegression(random_state=0).fit(X, y)

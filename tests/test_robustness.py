@@ -253,3 +253,43 @@ def test_budget_exhaustion_in_cross_validation_grid_search_and_pipeline(estimato
     with pytest.raises(BudgetExceededError):
         grid.fit(X, y)
     assert len(acc.ledger) == 2
+
+
+def _one_hot(n, rng):
+    """Three one-hot blocks: every row norm is exactly sqrt(3) (a tie)."""
+    cats = rng.integers(0, 4, size=(n, 3))
+    X = np.zeros((n, 12))
+    for j in range(3):
+        X[np.arange(n), 4 * j + cats[:, j]] = 1.0
+    return X, cats
+
+
+@pytest.mark.parametrize("name", ["BilevelRidge", "MinimaxFairClassifier"])
+def test_private_feature_norm_of_tied_rows(name):
+    # Equal row norms have no length between sorted values; the private
+    # quantile must still find them (it was orders of magnitude off).
+    estimator = next(e for e in ESTIMATORS if type(e).__name__ == name)
+    rng = np.random.default_rng(0)
+    X, cats = _one_hot(3000, rng)
+    score = X @ rng.normal(size=12)
+    y = score if name == "BilevelRidge" else (score > np.median(score)).astype(int)
+    kwargs = {"sensitive_features": cats[:, 0]} if name.startswith("Minimax") else {}
+    norms = []
+    for seed in range(5):
+        est = clone(estimator).set_params(epsilon=1.0, random_state=seed)
+        if name == "BilevelRidge":
+            est.set_params(feature_norm=None, target_bound=None)
+        else:
+            est.set_params(feature_norm=None)
+        norms.append(est.fit(X, y, **kwargs).feature_norm_)
+    np.testing.assert_allclose(norms, np.sqrt(3.0), rtol=0.02)
+
+
+def test_too_small_n_epsilon_for_private_bounds_warns():
+    from skdp import BilevelRidge
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = X @ np.ones(3)
+    with pytest.warns(UserWarning, match="too few to estimate"):
+        BilevelRidge(epsilon=1.0, random_state=0).fit(X, y)

@@ -21,6 +21,7 @@ from ..privacy import (
     private_quantile,
     private_quantile_event,
     private_row_mean,
+    reachable_quantile_level,
 )
 from ..solvers.group_dro import GroupDROLogistic
 from ..solvers.nseg import nseg_step_size
@@ -93,7 +94,9 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         appended) are clipped to ``sqrt(feature_norm**2 +
         intercept_scaling**2)`` during fit, which never changes the sign of
         a prediction. ``None`` estimates the 0.9-quantile of the row norms
-        with the exponential mechanism from a share of the budget. Scale
+        with the exponential mechanism from a share of the budget (a lower
+        quantile when ``n`` times that share is small, see
+        :func:`~skdp.privacy.reachable_quantile_level`). Scale
         features with public constants first: the noise grows with
         ``radius * feature_norm``.
     center : bool, default=False
@@ -151,7 +154,9 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         Shared budget to spend from.
     random_state : int, Generator or None, default=None
         Seeds batches and noise. Keep it secret: a known seed lets anyone
-        subtract the noise. ``None`` draws from OS entropy.
+        subtract the noise. ``None`` draws from OS entropy. With a shared
+        ``accountant``, each fit on its ledger draws from its own stream (folds
+        of a cross-validation do not share noise).
 
     Attributes
     ----------
@@ -315,9 +320,9 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
             classes = np.sort(classes)
             unknown = ~np.isin(y, classes)
             if np.any(unknown):
+                # The offending values are not echoed (a further release).
                 raise ValueError(
-                    f"y contains labels not in the declared classes "
-                    f"{classes.tolist()}: {np.unique(y[unknown]).tolist()}."
+                    f"y contains labels not in the declared classes {classes.tolist()}."
                 )
         else:
             # Reading the classes from y is scikit-learn's convention; it
@@ -454,7 +459,8 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         if needs_norm:
             feature_norm = private_quantile(
                 norms,
-                _NORM_QUANTILE,
+                # Lowered when n * share is too small to reach it (public).
+                reachable_quantile_level(n, share, _NORM_QUANTILE),
                 share,
                 bounds=_NORM_BOUNDS,
                 rng=rng,

@@ -14,6 +14,7 @@ from ..privacy import (
     ComposedDpEvent,
     private_quantile,
     private_quantile_event,
+    reachable_quantile_level,
 )
 from ..solvers.bilevel_plan import gdp_budget
 from ..solvers.bilevel_ridge import (
@@ -39,17 +40,11 @@ _BOUND_MAX_SHARE = 0.5
 
 def _bound_quantile(n, epsilon):
     """Quantile level of a private bound: 0.95, lowered (to 0.5 at least) when
-    ``n epsilon`` is small.
-
-    The exponential mechanism puts weight ``exp(-epsilon |rank - q n| / 2)``
-    on the wide empty interval above the largest value; with ``(1 - q) n
-    epsilon / 2 >= 10`` that weight is negligible, otherwise the estimate
-    would often land far above the data. A public function of ``n`` and
-    ``epsilon``.
+    ``n epsilon`` is too small for the exponential mechanism to reach it
+    (:func:`~skdp.privacy.reachable_quantile_level`, a public function of
+    ``n`` and ``epsilon``).
     """
-    if math.isinf(epsilon):
-        return _BOUND_QUANTILE
-    return float(np.clip(1.0 - 20.0 / (n * epsilon), 0.5, _BOUND_QUANTILE))
+    return reachable_quantile_level(n, epsilon, _BOUND_QUANTILE)
 
 
 class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
@@ -232,8 +227,10 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     accountant : PrivacyAccountant, default=None
         Shared budget to spend from (kept across ``clone``).
     random_state : int, Generator or None, default=None
-        Seed of the split, the bound estimation and all noise. Keep it
-        secret: a published seed lets anyone subtract the noise.
+        Seed of the split, the bound estimation and all noise. Keep it secret: a
+        published seed lets anyone subtract the noise. With a shared
+        ``accountant``, each fit on its ledger draws from its own stream (folds
+        of a cross-validation do not share noise).
 
     Attributes
     ----------

@@ -7,10 +7,11 @@ the public constants into a privacy plan (a DpEvent that depends only on
 """
 
 import math
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -317,6 +318,17 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         mu = self._budget(len(targets), 1.0 - share)
         d = Xp.shape[1] + int(self.fit_intercept)
         plans = [self._make_plan(n, d, mu, loss) for _ in targets]
+        if any(getattr(p, "default_scales", False) for p in plans):
+            # A public rule of n and the budget: the warning costs no privacy.
+            warnings.warn(
+                f"n_samples={n} is too small for this budget to estimate the data's "
+                "scales privately: the fit assumes standardized data (row norms "
+                "about sqrt(n_features), |y| <= 3 for regression). Scale the data "
+                "with public constants first, or give the public scales "
+                "(feature_norm, G_k, step_size).",
+                UserWarning,
+                stacklevel=3,
+            )
         events = [p.event for p in plans]
         if self.center:
             z_center = _noise_multiplier(self._budget(1, share))
@@ -456,9 +468,11 @@ _COMMON_DOC = """
     accountant : PrivacyAccountant, default=None
         Shared budget to spend from.
     random_state : int, Generator or None, default=None
-        Seed of the fit's generator (splits, permutations, private quantiles
-        and noise). A published seed lets anyone subtract the noise; the
-        default draws from OS entropy.
+        Seed of the fit's generator (splits, permutations, private quantiles and
+        noise). A published seed lets anyone subtract the noise; the default
+        draws from OS entropy. With a shared ``accountant``, each fit on its
+        ledger draws from its own stream (folds of a cross-validation do not
+        share noise).
 """
 
 _COMMON_NOTES = """
@@ -805,7 +819,8 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
         unknown = ~np.isin(y, classes)
         if np.any(unknown):
             raise ValueError(
-                f"y contains labels that are not in `classes`: {np.unique(y[unknown])!r}."
+                # Not echoed: the offending values would be a further release.
+                "y contains labels that are not in `classes`."
             )
         return classes
 
@@ -882,8 +897,14 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
+        scores = self.decision_function(X)
+        # In log space, so that confident predictions stay finite.
+        if scores.ndim == 1:
+            return -np.column_stack(
+                [np.logaddexp(0.0, scores), np.logaddexp(0.0, -scores)]
+            )
+        log_p = -np.logaddexp(0.0, -scores)
+        return log_p - logsumexp(log_p, axis=1, keepdims=True)
 
     def predict(self, X):
         """Predicted class labels.

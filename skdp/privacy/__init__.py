@@ -57,6 +57,7 @@ from ._mechanisms import (
     private_quantile,
     private_quantile_event,
     private_row_mean,
+    reachable_quantile_level,
 )
 
 __all__ = [
@@ -91,5 +92,6 @@ __all__ = [
     "noisy_histogram",
     "noisy_histogram_event",
     "private_quantile",
+    "reachable_quantile_level",
     "private_quantile_event",
 ]

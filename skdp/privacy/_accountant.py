@@ -93,6 +93,7 @@ class PrivacyAccountant:
         self.epsilon = float(epsilon)
         self.delta = float(delta)
         self.ledger = []
+        self._streams = 0
         self._lock = threading.Lock()
         self._pid = os.getpid()
 
@@ -117,6 +118,23 @@ class PrivacyAccountant:
         )
 
     # -- spending -------------------------------------------------------------
+    def claim_stream(self):
+        """A new index for the random stream of one fit on this ledger.
+
+        ``clone`` copies an estimator's ``random_state``, so the folds of a
+        cross-validation would otherwise draw the *same* noise on overlapping
+        data: subtracting two folds' releases would cancel it, and the
+        ledger's composition (which assumes independent noise) would not
+        hold. Estimators mix this index into their seed.
+
+        Returns
+        -------
+        int
+        """
+        with self._lock:
+            self._streams += 1
+            return self._streams - 1
+
     def _check_process(self):
         if os.getpid() != self._pid:
             raise RuntimeError(

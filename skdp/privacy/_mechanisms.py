@@ -15,6 +15,7 @@ other DP libraries built on numpy, accepts this caveat and documents it.
 import contextlib
 import contextvars
 import math
+import warnings
 
 import numpy as np
 
@@ -26,6 +27,7 @@ __all__ = [
     "gaussian_mechanism",
     "private_row_mean",
     "private_quantile",
+    "reachable_quantile_level",
     "noisy_histogram",
     "private_quantile_event",
     "noisy_histogram_event",
@@ -168,16 +170,29 @@ def private_row_mean(X, norm_bound, noise_multiplier, *, rng, row_norms=None):
     return np.atleast_1d(mean)
 
 
-def private_quantile(values, quantile, epsilon, *, bounds, rng, log_scale=False):
+def private_quantile(
+    values, quantile, epsilon, *, bounds, rng, log_scale=False, n_cells=2048
+):
     """Exponential-mechanism estimate of a quantile of ``values``.
 
-    Values are clipped to the public ``bounds``. The output is drawn from the
-    intervals between consecutive sorted values, each with probability
-    proportional to its length times ``exp(-epsilon |rank - quantile n| / 2)``
-    (Smith 2011). The rank utility has replace-one sensitivity 1, so the
-    release is pure ``epsilon``-DP (event ``PureDpEvent(epsilon)``).
+    Values are clipped to the public ``bounds``, which are cut into
+    ``n_cells`` equal public cells (equal in ``log(value)`` if
+    ``log_scale``). Cell ``[e_j, e_{j+1})`` has utility minus the distance
+    from ``quantile * n`` to its rank range ``[#{x < e_j}, #{x < e_{j+1}}]``
+    (zero for the cell that holds the quantile), is chosen with probability
+    proportional to ``exp(epsilon * utility / 2)``, and the output is uniform
+    inside it. Both counts move by at most one when a record is replaced, so
+    the utility has sensitivity 1 and the release is pure ``epsilon``-DP
+    (event ``PureDpEvent(epsilon)``).
 
-    With ``log_scale=True`` lengths are measured in ``log(value)``, which suits
+    Public cells, rather than the intervals between sorted values (Smith
+    2011), keep tied values estimable: a tie is a point, which has no length
+    between sorted values, so that mechanism can never output it (one-hot
+    rows, whose norms are all equal, or integer targets, would be estimated
+    orders of magnitude off whatever ``epsilon``). The price is a resolution
+    of one cell.
+
+    With ``log_scale=True`` cells are equal in ``log(value)``, which suits
     positive, heavy-tailed quantities such as row norms whose scale is unknown
     over orders of magnitude.
 
@@ -194,13 +209,23 @@ def private_quantile(values, quantile, epsilon, *, bounds, rng, log_scale=False)
         Public range of the output; ``low > 0`` if ``log_scale``.
     rng : numpy.random.Generator
     log_scale : bool, default=False
+    n_cells : int, default=2048
+        Number of public cells of the range (the resolution).
 
     Returns
     -------
     estimate : float
 
+    Warns
+    -----
+    UserWarning
+        If the estimate falls in the first or the last cell: the quantile may
+        lie outside ``bounds``, or ``n * epsilon`` is too small for the
+        mechanism to find it (post-processing of the release).
+
     References
     ----------
+    - McSherry and Talwar, "Mechanism design via differential privacy", FOCS 2007.
     - Smith, "Privacy-preserving statistical estimation with optimal convergence rates",
       STOC 2011.
     - Gillenwater, Joseph and Kulesza, "Differentially private quantiles", ICML 2021.
@@ -213,46 +238,125 @@ def private_quantile(values, quantile, epsilon, *, bounds, rng, log_scale=False)
     >>> q = private_quantile(x, 0.9, 1.0, bounds=(1e-3, 1e3), rng=rng, log_scale=True)
     >>> 2.0 < q < 2.7
     True
+    >>> ties = np.full(1000, 3.0)
+    >>> q = private_quantile(ties, 0.9, 1.0, bounds=(1e-3, 1e3), rng=rng, log_scale=True)
+    >>> 2.9 < q < 3.1
+    True
     """
     eps = float(epsilon) / _NOISE_SCALE.get()
     edges, logw, log_scale = _quantile_intervals(
-        values, quantile, eps, bounds, log_scale
+        values, quantile, eps, bounds, log_scale, n_cells
     )
-    n = edges.size - 2
-    if math.isinf(eps) or n == 0:
-        if n == 0:
-            out = rng.uniform(edges[0], edges[-1])
-        else:
-            out = edges[1 + min(n - 1, max(0, int(math.ceil(quantile * n)) - 1))]
+    x = np.asarray(values, dtype=float).ravel()
+    n = x.size
+    if n == 0:
+        out = rng.uniform(edges[0], edges[-1])
         return float(math.exp(out) if log_scale else out)
-    # Gumbel-max sampling of the interval, then uniform inside it.
+    if math.isinf(eps):
+        lo, hi = (float(b) for b in bounds)
+        exact = np.quantile(np.clip(x, lo, hi), quantile, method="inverted_cdf")
+        return float(exact)
+    # Gumbel-max sampling of the cell, then uniform inside it.
     i = int(np.argmax(logw + rng.gumbel(size=logw.size)))
+    if i in (0, logw.size - 1):
+        warnings.warn(
+            f"The private {quantile:g}-quantile fell in the "
+            f"{'first' if i == 0 else 'last'} cell of its public range "
+            f"{tuple(bounds)}: the quantile may lie outside the range, or "
+            "n * epsilon is too small to locate it.",
+            UserWarning,
+            stacklevel=2,
+        )
     out = rng.uniform(edges[i], edges[i + 1])
     return float(math.exp(out) if log_scale else out)
 
 
-def _quantile_intervals(values, quantile, epsilon, bounds, log_scale):
-    """Intervals of the exponential mechanism and their log weights.
+def reachable_quantile_level(n, epsilon, target, *, n_cells=2048, failure=0.01):
+    """Highest quantile level (up to ``target``) that :func:`private_quantile` finds.
 
-    Returns ``(edges, logw, log_scale)``: interval ``i`` is
-    ``[edges[i], edges[i+1]]`` (in log units if ``log_scale``), holds ``i``
-    values below it, and is chosen with probability proportional to
-    ``exp(logw[i])`` = length times ``exp(-epsilon |i - quantile n| / 2)``.
+    Above the largest value, each of up to ``n_cells`` empty cells keeps
+    weight ``exp(-epsilon (1 - q) n / 2)`` against about one for the cell of
+    the quantile. Their total stays below ``failure`` when ``(1 - q) n
+    epsilon / 2 >= log(n_cells / failure)``; a lower level is the price of a
+    small ``n epsilon``. A public function of ``n`` and ``epsilon``, floored
+    at the median.
+
+    Parameters
+    ----------
+    n : int
+        Public number of records.
+    epsilon : float
+        Budget of the quantile release.
+    target : float
+        Level wanted when ``n epsilon`` is large, in [0.5, 1].
+    n_cells : int, default=2048
+        As in :func:`private_quantile`.
+    failure : float, default=0.01
+        Bound on the weight of the empty cells above the data.
+
+    Returns
+    -------
+    float
+
+    Warns
+    -----
+    UserWarning
+        If even the median is out of reach (``n epsilon`` too small).
+
+    References
+    ----------
+    - McSherry and Talwar, "Mechanism design via differential privacy", FOCS 2007.
+
+    Examples
+    --------
+    >>> reachable_quantile_level(10**5, 1.0, 0.95)
+    0.95
+    >>> round(reachable_quantile_level(200, 1.0, 0.95), 3)
+    0.878
+    """
+    if math.isinf(epsilon):
+        return float(target)
+    need = 2.0 * math.log(n_cells / failure) / (max(n, 1) * float(epsilon))
+    if need > 0.5:
+        warnings.warn(
+            f"{max(n, 1)} rows at epsilon={float(epsilon):.3g} for this quantile are "
+            "too few to estimate a public bound privately: even the median can "
+            "land orders of magnitude off. Pass the bound (e.g. feature_norm, "
+            "target_bound) from public knowledge.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return float(np.clip(1.0 - need, 0.5, target))
+
+
+def _quantile_intervals(values, quantile, epsilon, bounds, log_scale, n_cells=2048):
+    """Public cells of the exponential mechanism and their log weights.
+
+    Returns ``(edges, logw, log_scale)``: cell ``i`` is ``[edges[i],
+    edges[i+1]]`` (in log units if ``log_scale``) and is chosen with
+    probability proportional to ``exp(logw[i])`` = length times
+    ``exp(epsilon * utility_i / 2)``.
     """
     lo, hi = (float(b) for b in bounds)
     if not (lo < hi) or (log_scale and lo <= 0):
         raise ValueError("bounds must satisfy low < high (and low > 0 on a log scale).")
     if not (0.0 <= quantile <= 1.0):
         raise ValueError("quantile must be in [0, 1].")
+    if int(n_cells) < 1:
+        raise ValueError("n_cells must be a positive integer.")
     x = np.clip(np.asarray(values, dtype=float).ravel(), lo, hi)
     n = x.size
     if log_scale:
         x, lo, hi = np.log(x), math.log(lo), math.log(hi)
-    edges = np.concatenate(([lo], np.sort(x), [hi]))
-    ranks = np.arange(n + 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        penalty = 0.0 if math.isinf(epsilon) else 0.5 * epsilon
-        logw = np.log(np.diff(edges)) - penalty * np.abs(ranks - quantile * n)
+    edges = np.linspace(lo, hi, int(n_cells) + 1)
+    x = np.sort(x)
+    below = np.searchsorted(x, edges[:-1], side="left")  # #{x < e_j}
+    upto = np.searchsorted(x, edges[1:], side="left")  # #{x < e_{j+1}}
+    upto[-1] = n  # the last cell is closed: it holds the values at ``hi``
+    target = quantile * n
+    utility = -np.maximum.reduce([below - target, target - upto, np.zeros(below.size)])
+    penalty = 0.0 if math.isinf(epsilon) else 0.5 * epsilon
+    logw = np.log(np.diff(edges)) + penalty * utility
     return edges, logw, log_scale
 
 

@@ -158,7 +158,7 @@ def resolve_delta(delta, n_samples, epsilon=np.inf):
     return delta
 
 
-def check_generator(random_state):
+def check_generator(random_state, stream=None):
     """A fresh :class:`numpy.random.Generator` for one fit.
 
     ``None`` draws the seed from OS entropy (the secure default: a published
@@ -168,6 +168,12 @@ def check_generator(random_state):
     Parameters
     ----------
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
+    stream : int or None, default=None
+        Index of the fit on a shared ledger
+        (:meth:`skdp.privacy.PrivacyAccountant.claim_stream`). With an index,
+        the seed derived from ``random_state`` is spawned into an independent
+        stream per index, so that clones with the same ``random_state`` (the
+        folds of a cross-validation) do not reuse each other's noise.
 
     Returns
     -------
@@ -177,16 +183,25 @@ def check_generator(random_state):
     --------
     >>> int(check_generator(0).integers(10))
     8
+    >>> a, b = check_generator(0, stream=0), check_generator(0, stream=1)
+    >>> bool(a.normal() != b.normal())
+    True
     """
     if random_state is None:
         return np.random.default_rng()
     if isinstance(random_state, np.random.Generator):
-        return random_state
-    if isinstance(random_state, numbers.Integral):
-        return np.random.default_rng(int(random_state))
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
-    raise ValueError(f"Cannot build a random generator from {random_state!r}.")
+        if stream is None:
+            return random_state
+        seed = int(random_state.integers(np.iinfo(np.int64).max))
+    elif isinstance(random_state, numbers.Integral):
+        seed = int(random_state)
+    elif isinstance(random_state, np.random.RandomState):
+        seed = int(random_state.randint(np.iinfo(np.int32).max))
+    else:
+        raise ValueError(f"Cannot build a random generator from {random_state!r}.")
+    if stream is None:
+        return np.random.default_rng(seed)
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(int(stream),)))
 
 
 def add_intercept_column(X, value=1.0):
