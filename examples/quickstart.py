@@ -60,6 +60,20 @@ def regression_on_diabetes():
         )
         print(f"  {f'BilevelRidge, epsilon={eps:g}':<40} {r2:.3f}")
         r2 = _mean_score(
+            lambda s, eps=eps: BilevelRidge(
+                epsilon=eps,
+                feature_norm=6.0,
+                target_bound=200.0,
+                tuning="risk_estimate",
+                random_state=s,
+            ),
+            X_tr,
+            y_tr,
+            X_te,
+            y_te,
+        )
+        print(f"  {f'  tuning=risk_estimate, epsilon={eps:g}':<40} {r2:.3f}")
+        r2 = _mean_score(
             lambda s, eps=eps: HeavyTailedLinearRegression(
                 epsilon=eps, feature_norm=6.0, random_state=s
             ),

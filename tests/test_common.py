@@ -3,6 +3,7 @@
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdp import (
+    BilevelRidge,
     HeavyTailedLinearRegression,
     HeavyTailedLogisticRegression,
     MinimaxFairClassifier,
@@ -28,4 +29,13 @@ def test_sklearn_compatible(estimator, check):
     expected_failed_checks=expected_failed_checks,
 )
 def test_sklearn_compatible_with_private_centring(estimator, check):
+    check(estimator)
+
+
+# The risk-estimate upper level has its own release and fit path.
+@parametrize_with_checks(
+    [BilevelRidge(tuning="risk_estimate")],
+    expected_failed_checks=expected_failed_checks,
+)
+def test_sklearn_compatible_risk_estimate_tuning(estimator, check):
     check(estimator)

@@ -1,0 +1,369 @@
+"""Ridge penalty chosen on a noise-corrected risk estimate (no split).
+
+An alternative upper level for :class:`skdp.BilevelRidge`
+(``tuning="risk_estimate"``). The default upper level is a held-out
+validation loss, which needs two released parts; their pooled statistics
+are noisier than one release of all rows, and half the rows make a noisy
+guide (``benchmarks/results/bilevel_ridge_frontier.md``). Here all rows
+release their statistics once, and the penalty minimizes an estimate of the
+in-sample prediction risk ``||X (coef_alpha - theta)||**2`` of the released
+ridge path: Mallows' Cp (Stein's unbiased risk estimate for ridge), with the
+privacy noise's optimism removed,
+
+``Cp(alpha) = c^T G c - 2 c^T b + 2 sigma^2 tr(A G) + 2 s_b^2 tr(A)
++ 2 s_G^2 (c^T A c + tr(A) ||c||^2)``,
+
+where ``G, b`` are the released centred scatter and cross-moment, ``A = (G +
+alpha I)^{-1}``, ``c = A b`` the ridge coefficients, ``s_G, s_b`` the public
+noise scales per entry and ``sigma^2`` the noise variance of the targets,
+estimated from the released ``y^T y``. Up to a constant that does not depend
+on ``alpha``, ``||X (c - theta)||**2 = c^T G_0 c - 2 c^T b_0 + 2 c^T X^T e``
+for the exact statistics ``G_0, b_0`` and target noise ``e``; replacing them
+by the released ones and taking expectations over ``e`` and the privacy
+noise gives the three corrections. The ``tr(A G)`` term (ridge's degrees of
+freedom) is exact for a linear model with homoscedastic noise; the moment
+term ``E[c^T N] = s_b^2 tr(A)`` is exact given the released Gram matrix; the
+Gram term is the second-order expansion of ``-c^T E c`` in the symmetric
+Gram noise ``E`` (``E[E M E] = s_G^2 (M + tr(M) I)``).
+
+As in the bilevel solver, a margin protects against noise dips where the
+data hold no signal: unless the chi-square signal test
+(:mod:`.bilevel_ridge_signal`) rejects "no signal" on the release, the
+penalty minimizes ``Cp + margin * sd``, ``sd`` the standard deviation of
+``Cp(alpha) - Cp(alpha_max)`` under fresh release and target noise (a
+parametric bootstrap around the release). Everything after the release is
+post-processing.
+
+This is not the paper's bilevel algorithm: the upper level is an estimate
+of the risk instead of a held-out loss, and it relies on the linear model
+(homoscedastic noise) that a held-out loss does not need. It is measured
+against the default in ``benchmarks/results/bilevel_ridge_risk_estimate.md``.
+"""
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..privacy import ComposedDpEvent, GaussianDpEvent
+from ..utils import clip_rows, clip_targets
+from .bilevel_ridge_signal import signal_test
+from .bilevel_ridge_stats import (
+    exact_statistics,
+    gram_sensitivity,
+    moment_sensitivity,
+    release_statistics,
+)
+
+__all__ = [
+    "RiskEstimatePlan",
+    "plan_risk_estimate",
+    "release_all_rows",
+    "risk_path",
+    "risk_estimate_ridge",
+]
+
+# Share of the GDP budget (mu**2) of y^T y, which sets sigma^2 and the test.
+TARGET_SQ_SHARE = 0.01
+# Fresh-noise draws of the parametric bootstrap of the margin.
+BOOTSTRAP_DRAWS = 40
+
+
+@dataclass(frozen=True)
+class RiskEstimatePlan:
+    """Public plan of one release of all rows (normalized units).
+
+    Attributes
+    ----------
+    n_samples, n_features : int
+    mu : float
+        GDP budget of the release.
+    penalties : ndarray
+        Public grid of penalties (sum units) the estimate is minimized over.
+    fit_intercept : bool
+    gram_share : float
+        Share of ``mu**2`` (after ``y^T y``'s) of the Gram matrix.
+    signal_test_level : float or None
+        ``None``: always the margin.
+    margin : float
+        Noise standard deviations added where the test finds no signal.
+    stds : dict
+        Noise standard deviation per entry: ``gram``, ``moment``, ``target_sq``
+        (all ``0`` without privacy).
+    event : DpEvent
+    """
+
+    n_samples: int
+    n_features: int
+    mu: float
+    penalties: np.ndarray = field(repr=False)
+    fit_intercept: bool
+    gram_share: float
+    signal_test_level: object
+    margin: float
+    stds: dict
+    event: object = field(repr=False)
+
+
+@dataclass(frozen=True)
+class RiskEstimateResult:
+    """Output of :func:`risk_estimate_ridge` (normalized units).
+
+    Attributes
+    ----------
+    coef : ndarray of shape (n_features,)
+    intercept : float
+    alpha : float
+        Chosen penalty (sum units).
+    risk : ndarray
+        The estimate on ``plan.penalties`` (without the margin).
+    signal_pvalue : float
+        NaN without privacy noise.
+    """
+
+    coef: np.ndarray
+    intercept: float
+    alpha: float
+    risk: np.ndarray = field(repr=False)
+    signal_pvalue: float
+
+
+def plan_risk_estimate(
+    n_samples,
+    n_features,
+    mu,
+    *,
+    alpha_min,
+    alpha_max,
+    fit_intercept=True,
+    gram_share=0.5,
+    signal_test_level=0.001,
+    margin=1.5,
+    n_alphas=161,
+):
+    """Noise scales and privacy event of the release (data-independent).
+
+    The Gram matrix, the moment vector and ``y^T y`` of the clipped rows
+    (``||x|| <= 1``, ``|y| <= 1``) get Gaussian noise; the three composed
+    are exactly ``mu``-GDP (``y^T y`` takes :data:`TARGET_SQ_SHARE` of
+    ``mu**2``, the Gram matrix ``gram_share`` of the rest).
+
+    Parameters
+    ----------
+    n_samples, n_features : int
+    mu : float
+        GDP budget, ``inf`` for no noise.
+    alpha_min, alpha_max : float
+        Public penalty range (sum units, normalized features).
+    fit_intercept : bool, default=True
+    gram_share : float, default=0.5
+    signal_test_level : float or None, default=0.001
+    margin : float, default=1.5
+    n_alphas : int, default=161
+        Size of the public log grid over ``[alpha_min, alpha_max]``.
+
+    Returns
+    -------
+    RiskEstimatePlan
+
+    Examples
+    --------
+    >>> from skdp.privacy import GaussianDpEvent, certify_epsilon
+    >>> plan = plan_risk_estimate(1000, 3, 1.0, alpha_min=1e-3, alpha_max=1e4)
+    >>> round(certify_epsilon(plan.event, 1e-5), 6) == round(
+    ...     certify_epsilon(GaussianDpEvent(1.0), 1e-5), 6)
+    True
+    """
+    c = 1.0 if fit_intercept else None
+    penalties = np.geomspace(alpha_min, alpha_max, int(n_alphas))
+    common = dict(
+        n_samples=int(n_samples),
+        n_features=int(n_features),
+        mu=float(mu),
+        penalties=penalties,
+        fit_intercept=bool(fit_intercept),
+        gram_share=float(gram_share),
+        signal_test_level=signal_test_level,
+        margin=float(margin),
+    )
+    if math.isinf(mu):
+        stds = {"gram": 0.0, "moment": 0.0, "target_sq": 0.0}
+        return RiskEstimatePlan(**common, stds=stds, event=ComposedDpEvent([]))
+    rest = (1.0 - TARGET_SQ_SHARE) * mu**2
+    sens = {
+        "gram": gram_sensitivity(1.0, c),
+        "moment": moment_sensitivity(1.0, 1.0, c),
+        "target_sq": 1.0,  # y**2 in [0, 1]
+    }
+    budgets = {
+        "gram": gram_share * rest,
+        "moment": (1.0 - gram_share) * rest,
+        "target_sq": TARGET_SQ_SHARE * mu**2,
+    }
+    stds = {k: sens[k] / math.sqrt(budgets[k]) for k in sens}
+    event = ComposedDpEvent(
+        [GaussianDpEvent(stds[k] / sens[k]) for k in ("gram", "moment", "target_sq")]
+    )
+    return RiskEstimatePlan(**common, stds=stds, event=event)
+
+
+def risk_path(stats, gram_var, moment_var, noise_var, penalties):
+    """Noise-corrected Cp of the ridge path (see the module docstring).
+
+    Parameters
+    ----------
+    stats : RidgeStatistics
+        Released statistics, centred (PSD scatter).
+    gram_var, moment_var : float
+        Privacy noise variance per entry of the scatter and cross-moment.
+    noise_var : float
+        Variance of the targets' noise, ``sigma**2``.
+    penalties : ndarray
+        Penalties (sum units).
+
+    Returns
+    -------
+    ndarray
+        The estimate at each penalty, up to a constant.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp.solvers.bilevel_ridge_stats import exact_statistics
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(2000, 5))
+    >>> stats = exact_statistics(X, X @ np.ones(5) + rng.normal(size=2000), 1.0)
+    >>> path = risk_path(stats.centered(), 0.0, 0.0, 1.0, np.geomspace(1e-2, 1e5, 8))
+    >>> int(np.argmin(path)) < 4  # a strong signal wants a small penalty
+    True
+    """
+    vals, vecs = np.linalg.eigh(stats.scatter)
+    vals = np.maximum(vals, 0.0)
+    b = vecs.T @ stats.cross
+    out = np.empty(len(penalties))
+    for k, a in enumerate(penalties):
+        inv = 1.0 / (vals + a)
+        c = inv * b
+        fit = np.sum(vals * c**2) - 2.0 * np.sum(c * b)
+        dof = 2.0 * noise_var * np.sum(vals * inv)
+        moment = 2.0 * moment_var * inv.sum()
+        gram = 2.0 * gram_var * (np.sum(inv * c**2) + inv.sum() * np.sum(c**2))
+        out[k] = fit + dof + moment + gram
+    return out
+
+
+def _noise_variance(raw, stats, gram_std):
+    """``sigma^2`` from the released ``y^T y`` and a lightly penalized fit.
+
+    The residual sum of squares of the fit at a penalty of three times the
+    Gram noise's spectral scale, over ``n - d``, clipped to ``[0, 1]`` (the
+    targets are in ``[-1, 1]``). Post-processing of the release.
+    """
+    n, d = stats.weight, stats.cross.size
+    centred_sq = raw.target_sq - (n * stats.mean_y**2 if stats.fit_intercept else 0.0)
+    coef, _ = stats.solve(max(3.0 * gram_std * math.sqrt(d), 1e-8))
+    rss = centred_sq - 2.0 * coef @ stats.cross + coef @ stats.scatter @ coef
+    return float(np.clip(rss / max(n - d, 1.0), 0.0, 1.0))
+
+
+def _path_noise_sd(stats, plan, noise_var, rng):
+    """Bootstrap sd of ``Cp(alpha) - Cp(alpha_max)`` over fresh noise."""
+    d = stats.cross.size
+    gram_var, moment_var = plan.stds["gram"] ** 2, plan.stds["moment"] ** 2
+    cov = moment_var * np.eye(d) + noise_var * stats.scatter
+    root = np.linalg.cholesky(cov + 1e-12 * np.eye(d))
+    diffs = []
+    for _ in range(BOOTSTRAP_DRAWS):
+        e = rng.normal(scale=plan.stds["gram"], size=(d, d))
+        vals, vecs = np.linalg.eigh(stats.scatter + np.triu(e) + np.triu(e, 1).T)
+        scatter = (vecs * np.maximum(vals, 0.0)) @ vecs.T
+        cross = stats.cross + root @ rng.normal(size=d)
+        path = risk_path(
+            replace(stats, scatter=scatter, cross=cross),
+            gram_var,
+            moment_var,
+            noise_var,
+            plan.penalties,
+        )
+        diffs.append(path - path[-1])
+    return np.std(diffs, axis=0)
+
+
+def release_all_rows(X, y, plan, rng):
+    """The plan's one release: noisy statistics of all clipped rows.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Scaled features; rows are clipped to norm 1 here (the sensitivity).
+    y : ndarray of shape (n,)
+        Scaled targets; clipped to ``[-1, 1]`` here.
+    plan : RiskEstimatePlan
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    RawStatistics
+        With ``target_sq`` (released with noise, exact only without privacy).
+    """
+    X = clip_rows(np.asarray(X, dtype=float), 1.0)
+    y = clip_targets(np.asarray(y, dtype=float), 1.0)
+    c = 1.0 if plan.fit_intercept else None
+    (raw,) = release_statistics(
+        [exact_statistics(X, y, c)],
+        gram_std=plan.stds["gram"],
+        moment_std=plan.stds["moment"],
+        target_sq_std=plan.stds["target_sq"],
+        rng=rng,
+    )
+    return raw
+
+
+def risk_estimate_ridge(X, y, plan, rng):
+    """Release all rows' statistics once and pick the penalty on Cp.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Features scaled by the public feature norm (rows are clipped to 1).
+    y : ndarray of shape (n,)
+        Targets scaled by the public target bound (clipped to ``[-1, 1]``).
+    plan : RiskEstimatePlan
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    RiskEstimateResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(5000, 3)) / 3
+    >>> y = np.clip(X @ [1.0, -1.0, 0.5] + 0.1 * rng.normal(size=5000), -1, 1)
+    >>> plan = plan_risk_estimate(5000, 3, np.inf, alpha_min=1e-3, alpha_max=5e4)
+    >>> res = risk_estimate_ridge(X, y, plan, rng)
+    >>> bool(np.allclose(res.coef, [1.0, -1.0, 0.5], atol=0.05))
+    True
+    """
+    raw = release_all_rows(X, y, plan, rng)
+    stats = raw.centered()
+    noise_var = _noise_variance(raw, stats, plan.stds["gram"])
+    gram_var, moment_var = plan.stds["gram"] ** 2, plan.stds["moment"] ** 2
+    path = risk_path(stats, gram_var, moment_var, noise_var, plan.penalties)
+    pvalue = math.nan
+    objective = path
+    if plan.stds["moment"] > 0:
+        if plan.signal_test_level is not None:
+            pvalue = signal_test(
+                raw,
+                moment_var=moment_var,
+                gram_var=gram_var,
+                target_sq_var=plan.stds["target_sq"] ** 2,
+            ).pvalue
+        found = plan.signal_test_level is not None and pvalue < plan.signal_test_level
+        if not found and plan.margin > 0:
+            objective = path + plan.margin * _path_noise_sd(stats, plan, noise_var, rng)
+    alpha = float(plan.penalties[int(np.argmin(objective))])
+    coef, intercept = stats.solve(alpha)
+    return RiskEstimateResult(coef, intercept, alpha, path, float(pvalue))
