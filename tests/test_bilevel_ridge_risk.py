@@ -126,36 +126,79 @@ def test_without_noise_the_model_is_sklearn_ridge_at_the_cp_minimizer():
     assert est.alpha_ == pytest.approx(grid[np.argmin(path)] * fn**2, rel=0.1)
 
 
-def test_corrected_cp_is_unbiased_for_the_risk_under_privacy_noise():
-    """Against theory: averaged over target noise and privacy noise, Cp's
-    differences across penalties match the in-sample risk's. Without the
-    privacy corrections they are biased (so the test can fail)."""
+def _cp_bias(paths, true, reps):
+    """Largest mean error of ``Cp(alpha) - Cp(alpha_max)`` against the true
+    risk difference, and the largest standard error (Cp is up to a constant)."""
+    err = (paths - paths[:, -1:]) - (true - true[:, -1:])
+    return np.abs(err.mean(axis=0)).max(), err.std(axis=0).max() / np.sqrt(reps)
+
+
+# Against theory: averaged over target noise and privacy noise, Cp's
+# differences across penalties match the in-sample risk's. Each case also
+# shows that dropping one part of the correction is detected, so the test
+# can fail. Rows and targets stay inside the clipping bounds.
+CP_CASES = {
+    # Privacy noise dominates; the data's means are far from zero, so the
+    # centring noise of the released means matters.
+    "privacy noise, intercept": dict(
+        fit_intercept=True, n=2000, scale=4, offset=0.3, sigma=0.1, s=3.0, reps=800
+    ),
+    "privacy noise, no intercept": dict(
+        fit_intercept=False, n=1000, scale=2, offset=0.0, sigma=0.1, s=3.0, reps=600
+    ),
+    # Target noise dominates: the degrees-of-freedom term matters.
+    "statistical noise": dict(
+        fit_intercept=False, n=1000, scale=4, offset=0.0, sigma=0.15, s=0.02, reps=800
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CP_CASES))
+def test_corrected_cp_is_unbiased_for_the_in_sample_risk(case):
+    cfg = CP_CASES[case]
     rng = np.random.default_rng(3)
-    n, d, sigma, s = 1000, 5, 0.1, 3.0
-    X = rng.normal(size=(n, d)) / (2 * np.sqrt(d))  # norms < 1: no clipping
-    theta = np.full(d, 0.3)
+    n, d, s, sigma = cfg["n"], 5, cfg["s"], cfg["sigma"]
+    X = rng.normal(size=(n, d)) / (cfg["scale"] * np.sqrt(d)) + cfg["offset"]
+    theta = np.array([0.3, -0.3, 0.3, -0.3, 0.3])
     plan = plan_risk_estimate(
-        n, d, 1.0, alpha_min=0.1, alpha_max=1e3, fit_intercept=False, n_alphas=9
+        n,
+        d,
+        1.0,
+        alpha_min=0.1,
+        alpha_max=1e3,
+        n_alphas=9,
+        fit_intercept=cfg["fit_intercept"],
     )
     plan = replace(plan, stds={"gram": s, "moment": s, "target_sq": 0.0})
-    cp, cp_raw, true = [], [], []
-    for _ in range(600):
-        y = X @ theta + sigma * rng.normal(size=n)
+    c = 1.0 if cfg["fit_intercept"] else None
+    variants = {
+        "corrected": (s * s, sigma**2, c),
+        "no privacy correction": (0.0, sigma**2, c),
+        "half the degrees of freedom": (s * s, sigma**2 / 2, c),
+        "no centring noise": (s * s, sigma**2, None),
+    }
+    paths = {k: [] for k in variants}
+    true = []
+    Xc = X - X.mean(axis=0) if cfg["fit_intercept"] else X
+    for _ in range(cfg["reps"]):
+        y = X @ theta + 0.5 * cfg["fit_intercept"] + sigma * rng.normal(size=n)
         stats = release_all_rows(X, y, plan, rng).centered()
-        cp.append(risk_path(stats, s * s, s * s, sigma**2, plan.penalties))
-        cp_raw.append(risk_path(stats, 0.0, 0.0, sigma**2, plan.penalties))
+        for k, (var, noise_var, scaling) in variants.items():
+            paths[k].append(
+                risk_path(stats, var, var, noise_var, plan.penalties, scaling)
+            )
         coefs = [stats.solve(a)[0] for a in plan.penalties]
-        true.append([np.sum((X @ (c - theta)) ** 2) for c in coefs])
-    cp, cp_raw, true = (np.array(p) for p in (cp, cp_raw, true))
-
-    def bias(path):  # relative to the largest penalty: Cp is up to a constant
-        err = (path - path[:, -1:]) - (true - true[:, -1:])
-        return np.abs(err.mean(axis=0)).max(), err.std(axis=0).max() / np.sqrt(600)
-
-    corrected, se = bias(cp)
-    uncorrected, _ = bias(cp_raw)
-    assert uncorrected > 10 * se  # the privacy noise's optimism is visible
-    assert corrected < 0.2 * uncorrected
+        true.append([np.sum((Xc @ (coef - theta)) ** 2) for coef in coefs])
+    true = np.array(true)
+    bias = {k: _cp_bias(np.array(p), true, cfg["reps"]) for k, p in paths.items()}
+    assert bias["corrected"][0] < 3 * bias["corrected"][1]
+    # The part of the correction that matters in this case is detected.
+    missing = {
+        "privacy noise, intercept": "no centring noise",
+        "privacy noise, no intercept": "no privacy correction",
+        "statistical noise": "half the degrees of freedom",
+    }[case]
+    assert bias[missing][0] > 4 * bias[missing][1]
 
 
 def test_signal_and_margin():

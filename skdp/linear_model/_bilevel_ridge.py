@@ -159,9 +159,9 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
           algorithm. Measured against ``"bilevel"`` in
           ``benchmarks/results/bilevel_ridge_risk_estimate.md``: at
           ``epsilon = 1``, ``n >= 1e4``, 0.74-0.94 times its excess risk on
-          synthetic linear data (0.99-1.16 times the hindsight oracle's) and
+          synthetic linear data (0.99-1.17 times the hindsight oracle's) and
           0.37-0.48 times where there is no signal; on ``load_diabetes``
-          1.03 times its test MSE at ``epsilon = 1``, 0.94 at 5.
+          1.03 times its test MSE at ``epsilon = 1``, 0.95 at 5.
           ``validation_fraction``, ``max_iter``, ``step_size``,
           ``adaptive_step``, ``penalty``, ``noise_correlation``,
           ``cross_validate`` and ``alpha_init`` do not apply.

@@ -11,7 +11,7 @@ ridge path: Mallows' Cp (Stein's unbiased risk estimate for ridge), with the
 privacy noise's optimism removed,
 
 ``Cp(alpha) = c^T G c - 2 c^T b + 2 sigma^2 tr(A G) + 2 s_b^2 tr(A)
-+ 2 s_G^2 (c^T A c + tr(A) ||c||^2)``,
++ 2 s_G^2 (c^T A c + tr(A) ||c||^2 - sum_i A_ii c_i^2) + (centring terms)``,
 
 where ``G, b`` are the released centred scatter and cross-moment, ``A = (G +
 alpha I)^{-1}``, ``c = A b`` the ridge coefficients, ``s_G, s_b`` the public
@@ -20,11 +20,15 @@ estimated from the released ``y^T y``. Up to a constant that does not depend
 on ``alpha``, ``||X (c - theta)||**2 = c^T G_0 c - 2 c^T b_0 + 2 c^T X^T e``
 for the exact statistics ``G_0, b_0`` and target noise ``e``; replacing them
 by the released ones and taking expectations over ``e`` and the privacy
-noise gives the three corrections. The ``tr(A G)`` term (ridge's degrees of
-freedom) is exact for a linear model with homoscedastic noise; the moment
-term ``E[c^T N] = s_b^2 tr(A)`` is exact given the released Gram matrix; the
-Gram term is the second-order expansion of ``-c^T E c`` in the symmetric
-Gram noise ``E`` (``E[E M E] = s_G^2 (M + tr(M) I)``).
+noise gives the corrections. The ``tr(A G)`` term (ridge's degrees of
+freedom) is exact for a linear model with homoscedastic noise; the privacy
+terms are the second-order expansion of ``E[c^T E' c - 2 c^T N']`` in the
+noise ``E'``, ``N'`` of the centred statistics: the symmetric Gram noise
+(variance ``s_G^2`` on every upper-triangle entry, the diagonal included,
+hence the ``A_ii`` term), the moment noise, and, with an intercept, the
+noise of the released means, which centring passes into both statistics
+(:func:`risk_path`). A test against theory checks that the estimate is
+unbiased, with and without intercept.
 
 As in the bilevel solver, a margin protects against noise dips where the
 data hold no signal: unless the chi-square signal test
@@ -207,19 +211,35 @@ def plan_risk_estimate(
     return RiskEstimatePlan(**common, stds=stds, event=event)
 
 
-def risk_path(stats, gram_var, moment_var, noise_var, penalties):
+def risk_path(
+    stats, gram_var, moment_var, noise_var, penalties, intercept_scaling=None
+):
     """Noise-corrected Cp of the ridge path (see the module docstring).
+
+    With an intercept, the released means carry the noise of the constant
+    column (``delta`` on the Gram matrix's column, ``e`` on the moment's), and
+    centring passes it on: the centred scatter gets ``-(xbar delta^T + delta
+    xbar^T) / c`` and the centred cross-moment ``-(xbar e + ybar delta) / c``,
+    correlated with each other. The corrections below are the second-order
+    expansion of ``E[c^T E' c - 2 c^T N']`` for that noise (``E'``, ``N'`` the
+    noise of the centred statistics, symmetric Gram noise with variance
+    ``s_G**2`` on every upper-triangle entry, diagonal included), evaluated at
+    the released statistics and means.
 
     Parameters
     ----------
     stats : RidgeStatistics
         Released statistics, centred (PSD scatter).
     gram_var, moment_var : float
-        Privacy noise variance per entry of the scatter and cross-moment.
+        Privacy noise variance per released entry of the Gram matrix and of
+        the moment vector.
     noise_var : float
         Variance of the targets' noise, ``sigma**2``.
     penalties : ndarray
         Penalties (sum units).
+    intercept_scaling : float or None, default=None
+        Value ``c`` of the constant column when the means were released
+        with the statistics (``None``: no intercept, no centring noise).
 
     Returns
     -------
@@ -240,15 +260,34 @@ def risk_path(stats, gram_var, moment_var, noise_var, penalties):
     vals, vecs = np.linalg.eigh(stats.scatter)
     vals = np.maximum(vals, 0.0)
     b = vecs.T @ stats.cross
+    # Centring noise, scaled to the means: none without an intercept.
+    if intercept_scaling is None or not stats.fit_intercept:
+        xbar, ybar, cent_g, cent_m = np.zeros_like(b), 0.0, 0.0, 0.0
+    else:
+        xbar = vecs.T @ stats.mean_x
+        ybar = float(stats.mean_y)
+        cent_g = gram_var / intercept_scaling**2
+        cent_m = moment_var / intercept_scaling**2
     out = np.empty(len(penalties))
     for k, a in enumerate(penalties):
         inv = 1.0 / (vals + a)
-        c = inv * b
+        c = inv * b  # ridge coefficients, eigenbasis
+        tr_a, c2 = inv.sum(), np.sum(c**2)
+        c_a_c = np.sum(inv * c**2)
+        c_orig = vecs @ c
+        a_diag = (vecs**2) @ inv  # diagonal of A in the original basis
+        x_a_x, c_a_x, c_x = np.sum(inv * xbar**2), np.sum(inv * c * xbar), c @ xbar
         fit = np.sum(vals * c**2) - 2.0 * np.sum(c * b)
         dof = 2.0 * noise_var * np.sum(vals * inv)
-        moment = 2.0 * moment_var * inv.sum()
-        gram = 2.0 * gram_var * (np.sum(inv * c**2) + inv.sum() * np.sum(c**2))
-        out[k] = fit + dof + moment + gram
+        # 2 tr(A cov(N')): moment noise, the moment's constant entry, delta.
+        moment = 2.0 * (moment_var * tr_a + cent_m * x_a_x + cent_g * ybar**2 * tr_a)
+        # 2 E[c^T E' A E' c]: the Gram block (diagonal variance s_G**2) ...
+        gram = 2.0 * gram_var * (c_a_c + tr_a * c2 - np.sum(a_diag * c_orig**2))
+        # ... and the centring term -(xbar delta^T + delta xbar^T).
+        gram += 2.0 * cent_g * (2.0 * c_x * c_a_x + tr_a * c_x**2 + x_a_x * c2)
+        # -4 E[c^T E' A N']: delta is in both the scatter and the cross-moment.
+        cross = -4.0 * cent_g * ybar * (c_x * tr_a + c_a_x)
+        out[k] = fit + dof + moment + gram + cross
     return out
 
 
@@ -284,9 +323,14 @@ def _path_noise_sd(stats, plan, noise_var, rng):
             moment_var,
             noise_var,
             plan.penalties,
+            _intercept_scaling(plan),
         )
         diffs.append(path - path[-1])
     return np.std(diffs, axis=0)
+
+
+def _intercept_scaling(plan):
+    return 1.0 if plan.fit_intercept else None
 
 
 def release_all_rows(X, y, plan, rng):
@@ -308,9 +352,8 @@ def release_all_rows(X, y, plan, rng):
     """
     X = clip_rows(np.asarray(X, dtype=float), 1.0)
     y = clip_targets(np.asarray(y, dtype=float), 1.0)
-    c = 1.0 if plan.fit_intercept else None
     (raw,) = release_statistics(
-        [exact_statistics(X, y, c)],
+        [exact_statistics(X, y, _intercept_scaling(plan))],
         gram_std=plan.stds["gram"],
         moment_std=plan.stds["moment"],
         target_sq_std=plan.stds["target_sq"],
@@ -350,7 +393,9 @@ def risk_estimate_ridge(X, y, plan, rng):
     stats = raw.centered()
     noise_var = _noise_variance(raw, stats, plan.stds["gram"])
     gram_var, moment_var = plan.stds["gram"] ** 2, plan.stds["moment"] ** 2
-    path = risk_path(stats, gram_var, moment_var, noise_var, plan.penalties)
+    path = risk_path(
+        stats, gram_var, moment_var, noise_var, plan.penalties, _intercept_scaling(plan)
+    )
     pvalue = math.nan
     objective = path
     if plan.stds["moment"] > 0:
