@@ -85,29 +85,30 @@ def excess(model, theta):
     return float(np.sum((coef - theta) ** 2) + (intercept - 1.0) ** 2)
 
 
+RISK_ESTIMATE = {"tuning": "risk_estimate"}
+
+
+def fit_bilevel(X, y, epsilon, delta, bounds, seed, **params):
+    """BilevelRidge with the public bounds ``(feature_norm, target_bound)``."""
+    return BilevelRidge(
+        epsilon=epsilon,
+        delta=delta,
+        feature_norm=bounds[0],
+        target_bound=bounds[1],
+        random_state=seed,
+        **params,
+    ).fit(X, y)
+
+
 def run_methods(X, y, epsilon, rng, seed, bounds, score, with_fixed=True):
     """All methods on one dataset; returns {method: (score, alpha)}."""
     n = X.shape[0]
     delta = n**-1.1
     alphas = GRID_UNITS * bounds[0] ** 2
     out = {}
-    model = BilevelRidge(
-        epsilon=epsilon,
-        delta=delta,
-        feature_norm=bounds[0],
-        target_bound=bounds[1],
-        random_state=seed,
-    ).fit(X, y)
-    out["bilevel"] = (score((model.coef_, model.intercept_)), model.alpha_)
-    model = BilevelRidge(
-        epsilon=epsilon,
-        delta=delta,
-        feature_norm=bounds[0],
-        target_bound=bounds[1],
-        tuning="risk_estimate",
-        random_state=seed,
-    ).fit(X, y)
-    out["bilevel_risk"] = (score((model.coef_, model.intercept_)), model.alpha_)
+    for name, params in (("bilevel", {}), ("bilevel_risk", RISK_ESTIMATE)):
+        model = fit_bilevel(X, y, epsilon, delta, bounds, seed, **params)
+        out[name] = (score((model.coef_, model.intercept_)), model.alpha_)
     mu = math.inf if math.isinf(epsilon) else None
     from skdp.privacy import gdp_mu
 

@@ -30,10 +30,16 @@ import numpy as np
 from sklearn.datasets import load_diabetes
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bilevel_ridge import GRID_UNITS, SNRS, excess, synthetic  # noqa: E402
+from bilevel_ridge import (  # noqa: E402
+    GRID_UNITS,
+    RISK_ESTIMATE,
+    SNRS,
+    excess,
+    fit_bilevel,
+    synthetic,
+)
 from bilevel_ridge_baselines import ssp_ridge  # noqa: E402
 
-from skdp import BilevelRidge  # noqa: E402
 from skdp.privacy import gdp_mu  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
@@ -42,8 +48,8 @@ DIABETES_REPS = 20
 CELLS = [(snr, n) for snr in (*SNRS, "null") for n in (10**4, 10**5)]
 VARIANTS = {
     "BilevelRidge (default)": {},
-    "risk estimate": {"tuning": "risk_estimate"},
-    "risk estimate, no margin": {"tuning": "risk_estimate", "validation_margin": 0.0},
+    "risk estimate": RISK_ESTIMATE,
+    "risk estimate, no margin": {**RISK_ESTIMATE, "validation_margin": 0.0},
 }
 METHODS = tuple(VARIANTS)
 
@@ -52,14 +58,7 @@ def fit_variants(X, y, epsilon, delta, bounds, seed, score):
     """Every variant on the same data: ``{name: score}`` and the test's verdict."""
     out = {}
     for name, params in VARIANTS.items():
-        model = BilevelRidge(
-            epsilon=epsilon,
-            delta=delta,
-            feature_norm=bounds[0],
-            target_bound=bounds[1],
-            random_state=seed,
-            **params,
-        ).fit(X, y)
+        model = fit_bilevel(X, y, epsilon, delta, bounds, seed, **params)
         out[name] = score((model.coef_, model.intercept_))
         if name == "risk estimate":
             out["found"] = model.signal_pvalue_ < model.signal_test_level
