@@ -18,6 +18,7 @@ from skdp.solvers.batch_schedule import BatchSchedule
 from skdp.solvers.group_dro import GroupDROLogistic
 from skdp.solvers.nispp import (
     InnerSolverError,
+    guaranteed_inner_iterations,
     nispp,
     prox_accuracy_target,
     prox_sensitivity,
@@ -337,7 +338,7 @@ def test_inner_solver_certificate_reaches_nu_priv(seed):
     nu = prox_accuracy_target(op.M, lam, B, 1e-2)
     assert nu <= nu_priv
     u, cert, its = solve_prox_subproblem(
-        op, idx, B, center, lam, op.domain, nu, lipschitz=op.L
+        op, idx, B, center, lam, op.domain, nu, lipschitz=op.L, operator_bound=op.M
     )
     g = op(u, idx) / B + lam * (u - center)
     assert cert == pytest.approx(vi_certificate(g, u, op.domain), abs=1e-12)
@@ -345,9 +346,18 @@ def test_inner_solver_certificate_reaches_nu_priv(seed):
     # The certificate is honest: by strong monotonicity the distance to the
     # exact solution is at most sqrt(nu / lambda).
     exact, _, _ = solve_prox_subproblem(
-        op, idx, B, center, lam, op.domain, 1e-3 * nu, lipschitz=op.L, u0=u
+        op,
+        idx,
+        B,
+        center,
+        lam,
+        op.domain,
+        1e-2 * nu,
+        lipschitz=op.L,
+        operator_bound=op.M,
+        u0=u,
     )
-    assert np.linalg.norm(u - exact) <= math.sqrt(nu / lam) + math.sqrt(1e-3 * nu / lam)
+    assert np.linalg.norm(u - exact) <= math.sqrt(nu / lam) + math.sqrt(1e-2 * nu / lam)
 
 
 def test_inner_solver_refuses_to_release_an_uncertified_point():
@@ -361,9 +371,85 @@ def test_inner_solver_refuses_to_release_an_uncertified_point():
             np.ones(op.dim) * 3,
             0.01,
             op.domain,
-            1e-14,
+            1e-8,
             lipschitz=op.L,
+            operator_bound=op.M,
             max_iter=2,
+        )
+
+
+def _affine_monotone_operator(rng, d):
+    # F(u) = A u + b with A = skew + PSD: monotone and |A|-Lipschitz. The
+    # rotation (skew part) is what slows extragradient down.
+    skew = rng.normal(size=(d, d))
+    skew = (skew - skew.T) * rng.uniform(0.1, 10.0)
+    half = rng.normal(size=(d, d)) * rng.uniform(0.0, 1.0)
+    A = skew + half @ half.T
+    b = rng.normal(size=d) * rng.uniform(0.0, 5.0)
+    return (lambda w, idx: len(idx) * (A @ w + b)), np.linalg.norm(A, 2), b
+
+
+def test_inner_solver_certifies_within_its_public_iteration_cap():
+    # The cap is a proof, not a budget: if some batches hit it and others did
+    # not, the abort would be a data-dependent release.
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for _ in range(150):
+        d = int(rng.integers(2, 8))
+        op, L, b = _affine_monotone_operator(rng, d)
+        dom = Ball(d, rng.uniform(0.5, 3.0))
+        lam = L * 10 ** rng.uniform(-3, 1)
+        center = rng.normal(size=d) * rng.uniform(0.0, 5.0)
+        op_bound = L * dom.radius + np.linalg.norm(b)
+        outside = np.linalg.norm(center - dom.project(center))
+        grad_bound = op_bound + lam * (dom.diameter + outside)
+        nu = grad_bound * dom.diameter * 10 ** rng.uniform(-9, -3)
+        idx = np.arange(5)
+        u, cert, its = solve_prox_subproblem(
+            op, idx, 5.0, center, lam, dom, nu, lipschitz=L, operator_bound=op_bound
+        )
+        cap = guaranteed_inner_iterations(grad_bound, L, lam, dom.diameter, nu)
+        g = op(u, idx) / 5.0 + lam * (u - center)
+        assert vi_certificate(g, u, dom) <= nu
+        assert its <= cap
+        worst = max(worst, its / cap)
+    # The cap is not vacuous: the hardest (rotational, small lambda) problems
+    # use a fair share of it.
+    assert worst > 0.05
+
+
+def test_inner_solver_refuses_an_uncertifiable_target_before_reading_the_data():
+    def operator(w, idx):
+        raise AssertionError("the data were read")
+
+    with pytest.raises(InnerSolverError, match="floating-point margin"):
+        solve_prox_subproblem(
+            operator,
+            np.arange(3),
+            3.0,
+            np.zeros(2),
+            1.0,
+            Ball(2, 1.0),
+            1e-16,
+            lipschitz=1.0,
+            operator_bound=1.0,
+        )
+
+
+def test_nispp_has_no_user_iteration_cap():
+    # A user cap below the proven count would reintroduce the leak.
+    op = _dro_problem()
+    sched = BatchSchedule(op.y.size, 4, 10, "poisson")
+    with pytest.raises(TypeError, match="max_inner_iter"):
+        nispp(
+            op,
+            op.domain,
+            sched,
+            M=op.M,
+            L=op.L,
+            noise_multiplier=1.0,
+            rng=np.random.default_rng(0),
+            max_inner_iter=5,
         )
 
 
@@ -480,10 +566,26 @@ def test_nispp_subproblem_solutions_move_by_at_most_4M_over_lambda_B(inner_tol):
     idx = np.arange(n)
     center = rng.normal(size=3)
     u, _, _ = solve_prox_subproblem(
-        _constant_operator(c), idx, B, center, lam, dom, nu, lipschitz=0.0
+        _constant_operator(c),
+        idx,
+        B,
+        center,
+        lam,
+        dom,
+        nu,
+        lipschitz=0.0,
+        operator_bound=M,
     )
     u2, _, _ = solve_prox_subproblem(
-        _constant_operator(c2), idx, B, center, lam, dom, nu, lipschitz=0.0
+        _constant_operator(c2),
+        idx,
+        B,
+        center,
+        lam,
+        dom,
+        nu,
+        lipschitz=0.0,
+        operator_bound=M,
     )
     moved = np.linalg.norm(u - u2)
     assert moved <= s
@@ -507,10 +609,10 @@ def test_nispp_group_dro_solutions_respect_the_certified_sensitivity():
     for _ in range(20):
         center = rng.normal(size=op.dim) * 2
         u, _, _ = solve_prox_subproblem(
-            op, idx, B, center, lam, op.domain, nu, lipschitz=op.L
+            op, idx, B, center, lam, op.domain, nu, lipschitz=op.L, operator_bound=op.M
         )
         u2, _, _ = solve_prox_subproblem(
-            op2, idx, B, center, lam, op.domain, nu, lipschitz=op.L
+            op2, idx, B, center, lam, op.domain, nu, lipschitz=op.L, operator_bound=op.M
         )
         worst = max(worst, np.linalg.norm(u - u2))
     assert worst <= s <= 4 * op.M / (lam * B)
@@ -587,7 +689,7 @@ def test_nispp_releases_depend_only_on_the_batch_and_the_public_centre(
 
     def spy(operator, indices, normalizer, center, lam, domain, nu, **kw):
         out = original(operator, indices, normalizer, center, lam, domain, nu, **kw)
-        calls.append((indices.copy(), center.copy(), lam, nu, kw["lipschitz"], out[0]))
+        calls.append((indices.copy(), center.copy(), lam, nu, kw, out[0]))
         return out
 
     monkeypatch.setattr(mod, "solve_prox_subproblem", spy)
@@ -603,6 +705,8 @@ def test_nispp_releases_depend_only_on_the_batch_and_the_public_centre(
         prox=2.0,
     )
     assert len(calls) == 6
-    for idx, center, lam, nu, lip, u in calls:
-        fresh = original(op, idx, 10.0, center, lam, op.domain, nu, lipschitz=lip)[0]
+    for idx, center, lam, nu, kw, u in calls:
+        # The margin and the iteration cap are public too: M |B| / B.
+        assert kw["operator_bound"] == op.M * max(len(idx), 1) / 10.0
+        fresh = original(op, idx, 10.0, center, lam, op.domain, nu, **kw)[0]
         np.testing.assert_array_equal(u, fresh)

@@ -202,6 +202,8 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
     - NISPP's privacy rests on solving each proximal subproblem to a
       certified accuracy; the inner solver checks an exact duality
       certificate and raises rather than release an uncertified iterate.
+      Its iteration cap is a count proven to suffice on every batch, from
+      public constants, so stopping is not itself a data-dependent release.
     - The step rule (and NISPP's ``lambda``) uses public constants only;
       the default ``step_scale``, ``dual_scale``, ``batch_size``, ``max_iter``
       and solver were chosen by measurement on synthetic data

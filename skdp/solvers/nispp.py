@@ -26,9 +26,13 @@ within ``inner_tol / 4`` of the exact-solution sensitivity ``2M / (lambda
 B)``: about half the paper's noise for the same privacy. The inner solver
 stops only when the exact duality certificate ``<G(u), u> - min_W <G(u), w>``
 (a linear minimisation over the domain, closed form for balls and simplices)
-is below the target with a floating-point margin; if it cannot certify within
-``max_inner_iter`` iterations it raises :class:`InnerSolverError` and
-releases nothing.
+is below the target with a floating-point margin. It has no user-set
+iteration cap: a cap that some batches hit and others do not would make the
+abort itself a data-dependent release. Its cap is instead
+:func:`guaranteed_inner_iterations`, a count after which the linear
+convergence of the strongly monotone subproblem *proves* the certificate is
+met on every batch; only floating-point failure can exceed it, and then it
+raises :class:`InnerSolverError` rather than release an uncertified point.
 
 Under Poisson sampling, dp-accounting's replace-one pair bounds the effect of
 one record *relative to its absence* by half the sensitivity; adding one
@@ -47,6 +51,7 @@ from .nseg import SaddlePointResult, _first_averaged
 
 __all__ = [
     "InnerSolverError",
+    "guaranteed_inner_iterations",
     "nispp",
     "nispp_prox_parameter",
     "prox_sensitivity",
@@ -142,10 +147,82 @@ def vi_certificate(g, u, domain):
     return float(g @ u) - domain.min_linear(g)
 
 
-def _certificate_margin(g, u, domain):
-    # Round-off of the two inner products, generously bounded.
-    scale = float(np.linalg.norm(g)) * (float(np.linalg.norm(u)) + domain.diameter)
-    return 1e-12 * scale + 1e-300
+def _gradient_bound(operator_bound, lam, center, domain):
+    # |G(u)| <= |F_B(u)| + lambda |u - center| on W, from public inputs only.
+    outside = float(np.linalg.norm(center - domain.project(center)))
+    return float(operator_bound) + lam * (domain.diameter + outside)
+
+
+def _certificate_margin(gradient_bound, domain):
+    # Round-off of the two inner products of the certificate, generously
+    # bounded (|u| <= |centre of W| + D on W). Public, so stopping depends on
+    # the data only through the certificate itself.
+    u_bound = float(np.linalg.norm(domain.center())) + domain.diameter
+    return 1e-12 * gradient_bound * (u_bound + domain.diameter) + 1e-300
+
+
+# Backtracking accepts a step eta when eta |G(v) - G(u)| <= _EG_THETA |v - u|.
+_EG_THETA = 0.9
+
+
+def guaranteed_inner_iterations(g0_norm, lipschitz, lam, diameter, nu_target):
+    """Iterations within which :func:`solve_prox_subproblem` certifies ``nu_target``.
+
+    The bound holds for every batch, so the inner solver never stops on
+    data-dependent grounds. With ``G = F_B + lambda (. - w_k)``,
+    ``lambda``-strongly monotone and ``L_G = lipschitz + lambda``-Lipschitz on
+    the domain ``W`` of diameter ``D``, ``g_0 = G(u_0)`` at the start
+    ``u_0 in W`` and ``u*`` the exact solution:
+
+    - **Phase 1** (proximal fixed point) continues only while the certificate
+      halves, from at most ``|g_0| D``: it ends within ``ceil(log2(2 |g_0| D /
+      nu)) + 1`` iterations.
+    - **Phase 2** (extragradient). Each accepted step has ``eta >= 1 / (2
+      L_G)`` and ``eta |G(v) - G(u)| <= theta |v - u|`` (``theta = 0.9``), so
+      the extragradient inequality ``|u+ - u*|^2 <= |u - u*|^2 - (1 -
+      theta^2) |v - u|^2 - 2 eta lambda |v - u*|^2`` gives ``|u_t - u*|^2 <=
+      (1 - r)^t D^2`` with ``r = min(1 - theta^2, lambda / L_G) / 2``.
+    - **Distance to certificate.** For ``u in W``, ``<G(u), u - w> <= (L_G D
+      + |G(u*)|) |u - u*|`` and ``|G(u*)| <= |g_0| + L_G D``, so the
+      certificate is at most ``nu / 2`` once ``(2 L_G D + |g_0|) D (1 -
+      r)^(t/2) <= nu / 2``. The other half of ``nu`` is left for the
+      floating-point margin (at most ``nu / 4``, counted twice).
+
+    Parameters
+    ----------
+    g0_norm : float
+        Bound on ``|G(u_0)|`` at the starting point; the solver passes the
+        public bound on ``|G|`` over the domain, so the count is public too.
+    lipschitz : float
+        Lipschitz bound of the batch operator ``F_B``.
+    lam : float
+        Proximal parameter.
+    diameter : float
+        Diameter ``D`` of the domain.
+    nu_target : float
+        Accuracy to certify.
+
+    Returns
+    -------
+    n_iter : int
+
+    Examples
+    --------
+    >>> guaranteed_inner_iterations(1.0, 1.0, 2.0, 2.0, 1e-8)
+    480
+    """
+    lam = float(lam)
+    l_g = float(lipschitz) + lam
+    scale = max(float(g0_norm) * diameter, 0.0)
+    if scale == 0.0:
+        return 1
+    n_fixed_point = max(math.ceil(math.log2(2.0 * scale / nu_target)), 0) + 1
+    rate = 0.5 * min(1.0 - _EG_THETA**2, lam / l_g)
+    span = (2.0 * l_g * diameter + float(g0_norm)) * diameter
+    n_extragradient = max(
+        math.ceil(2.0 * math.log(2.0 * span / nu_target) / -math.log1p(-rate)), 0
+    )
+    return n_fixed_point + n_extragradient + 1
 
 
 def solve_prox_subproblem(
@@ -158,8 +235,9 @@ def solve_prox_subproblem(
     nu_target,
     *,
     lipschitz,
+    operator_bound,
     u0=None,
-    max_iter=10_000,
+    max_iter=None,
 ):
     """Certified ``nu``-accurate solution of ``VI(F_B + lambda (. - center), W)``.
 
@@ -187,10 +265,17 @@ def solve_prox_subproblem(
         Accuracy to certify.
     lipschitz : float
         Lipschitz bound of ``F_B`` (used to bound the backtracking).
+    operator_bound : float
+        Public bound on ``|F_B(u)|`` over the domain (``M |B| / normalizer``).
+        With ``lam``, ``center`` and the domain it fixes the floating-point
+        margin and the iteration cap, so neither depends on the data.
     u0 : ndarray, optional
         Warm start (projected onto the domain).
-    max_iter : int, default=10000
-        Iterations (of either phase) before giving up.
+    max_iter : int, optional
+        Iterations (of either phase) before giving up. The default,
+        :func:`guaranteed_inner_iterations`, is reached on no batch in exact
+        arithmetic. A smaller cap is for tests only: hitting it on some
+        batches and not others would make the abort a private release.
 
     Returns
     -------
@@ -202,7 +287,11 @@ def solve_prox_subproblem(
     Raises
     ------
     InnerSolverError
-        If the certificate is not reached within ``max_iter`` iterations.
+        If ``nu_target`` is below the floating-point margin (a decision on
+        public inputs, taken before the data are touched), or if the
+        certificate is not reached within ``max_iter`` iterations (with the
+        default cap: floating-point failure, or invalid ``lipschitz`` or
+        ``operator_bound``).
 
     Examples
     --------
@@ -210,11 +299,26 @@ def solve_prox_subproblem(
     >>> from skdp.solvers.projections import Ball
     >>> op = lambda w, idx: np.full(1, float(len(idx)))  # F_i(w) = 1
     >>> u, cert, _ = solve_prox_subproblem(op, np.arange(2), 2.0, np.zeros(1), 4.0,
-    ...                                    Ball(1, 1.0), 1e-12, lipschitz=0.0)
+    ...                                    Ball(1, 1.0), 1e-9, lipschitz=0.0,
+    ...                                    operator_bound=1.0)
     >>> round(float(u[0]), 6), cert <= 1e-12
     (-0.25, True)
     """
     scale = 1.0 / normalizer
+    gradient_bound = _gradient_bound(operator_bound, lam, center, domain)
+    margin = _certificate_margin(gradient_bound, domain)
+    # The cap proves an exact certificate <= nu / 2; the stopping test adds
+    # the margin to a computed value that may be off by the margin again.
+    if not margin <= 0.25 * nu_target:
+        raise InnerSolverError(
+            f"The accuracy target {nu_target:.3g} is below the floating-point "
+            f"margin {margin:.3g} of its certificate, so it cannot be certified; "
+            "nothing was released. Use a larger inner_tol."
+        )
+    if max_iter is None:
+        max_iter = guaranteed_inner_iterations(
+            gradient_bound, lipschitz, lam, domain.diameter, nu_target
+        )
 
     def F(u):
         return operator(u, indices) * scale
@@ -229,7 +333,7 @@ def solve_prox_subproblem(
     # lambda > L (note section 2.3.3(a) with tau -> inf). Left as soon as it
     # stops contracting.
     while it < max_iter:
-        if cert + _certificate_margin(g, u, domain) <= nu_target:
+        if cert + margin <= nu_target:
             return u, max(cert, 0.0), it
         it += 1
         u_next = domain.project(center - f / lam)
@@ -245,7 +349,7 @@ def solve_prox_subproblem(
     min_step = 0.5 / (float(lipschitz) + lam)
     eta = max_step
     while True:
-        if cert + _certificate_margin(g, u, domain) <= nu_target:
+        if cert + margin <= nu_target:
             return u, max(cert, 0.0), it
         if it >= max_iter:
             break
@@ -253,9 +357,12 @@ def solve_prox_subproblem(
         v = domain.project(u - eta * g)
         gv = F(v) + lam * (v - center)
         step_len = float(np.linalg.norm(v - u))
-        # Backtrack while the local Lipschitz estimate exceeds 0.9 / eta; the
-        # global bound caps how small eta must get.
-        while eta > min_step and eta * float(np.linalg.norm(gv - g)) > 0.9 * step_len:
+        # Backtrack while the local Lipschitz estimate exceeds theta / eta; at
+        # min_step the global bound already gives 0.5 <= theta.
+        while (
+            eta > min_step
+            and eta * float(np.linalg.norm(gv - g)) > _EG_THETA * step_len
+        ):
             eta = max(0.5 * eta, min_step)
             v = domain.project(u - eta * g)
             gv = F(v) + lam * (v - center)
@@ -267,8 +374,9 @@ def solve_prox_subproblem(
     raise InnerSolverError(
         f"The proximal subproblem was not certified to accuracy {nu_target:.3g} "
         f"within {max_iter} iterations (last certificate {cert:.3g}). NISPP's "
-        "privacy guarantee needs this accuracy, so nothing was released; "
-        "increase max_inner_iter or inner_tol."
+        "privacy guarantee needs this accuracy, so nothing was released. With "
+        "the default cap this means floating-point failure or an invalid "
+        "Lipschitz bound; a larger inner_tol relaxes the target."
     )
 
 
@@ -321,7 +429,6 @@ def nispp(
     step_scale=1.0,
     prox=None,
     inner_tol=1e-2,
-    max_inner_iter=10_000,
     w0=None,
     averaging="uniform",
 ):
@@ -351,8 +458,6 @@ def nispp(
         Accuracy target as a fraction of ``a^2 / (8 lambda)``
         (:func:`prox_accuracy_target`); must be at most 4 (the paper's
         ``nu_priv``).
-    max_inner_iter : int, default=10000
-        Inner iterations per subproblem before :class:`InnerSolverError`.
     w0 : ndarray, optional
         Starting point (default: ``domain.center()``).
     averaging : {"uniform", "suffix"}, default="uniform"
@@ -417,8 +522,9 @@ def nispp(
     first = _first_averaged(averaging, n_iter)
     for k, indices in enumerate(schedule.batches(rng)):
         # Under Poisson sampling the batch sum of |B| operators, divided by
-        # the expected size, is (L |B| / B)-Lipschitz.
+        # the expected size, is (L |B| / B)-Lipschitz and bounded by M |B| / B.
         lipschitz = L * max(len(indices), 1) / B
+        operator_bound = M * max(len(indices), 1) / B
         # The release must be a function of the batch and of the public
         # centre w only: warm-starting from the previous (unreleased) u would
         # carry an earlier batch's record into this step, which the parallel
@@ -433,8 +539,8 @@ def nispp(
             domain,
             nu_target,
             lipschitz=lipschitz,
+            operator_bound=operator_bound,
             u0=None,
-            max_iter=max_inner_iter,
         )
         max_cert = max(max_cert, cert)
         inner_total += its

@@ -213,7 +213,7 @@ def solve_saddle_point(
     operator, domain, schedule, M, L, noise_multiplier, rng, step_scale
         As in :func:`skdp.solvers.nseg.nseg`.
     **kwargs
-        Solver-specific options (``inner_tol``, ``max_inner_iter`` for NISPP).
+        Solver-specific options (``inner_tol`` for NISPP).
 
     Returns
     -------
