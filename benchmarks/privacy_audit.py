@@ -19,7 +19,7 @@ from sklearn.base import clone, is_classifier
 
 from skdp.privacy._mechanisms import _scaled_noise
 from skdp.privacy.audit import audit_estimator, label_flip_canary
-from skdp.utils._audit_configs import AUDIT_PARAMS, CANARY_TARGET
+from skdp.utils._audit_configs import CANARY_TARGET, audit_cases
 from skdp.utils._estimator_checks import public_estimators
 
 RESULTS = Path(__file__).parent / "results"
@@ -39,16 +39,15 @@ def canary_data(estimator, n=50, seed=0):
 
 def run(n_fits, epsilons, control_factor, seed):
     rows = []
-    for base in public_estimators():
-        name = type(base).__name__
+    for name, base, params in audit_cases(public_estimators()):
         X, y_out, y_in = canary_data(base)
         for eps in epsilons:
-            est = clone(base).set_params(epsilon=eps, **AUDIT_PARAMS[name])
+            est = clone(base).set_params(epsilon=eps, **params)
             t0 = time.perf_counter()
             res = audit_estimator(est, X, y_out, y_in, n_fits=n_fits, random_state=seed)
             rows.append((name, "audit config", eps, 1.0, res, time.perf_counter() - t0))
             print(name, eps, f"{res.epsilon_lower_bound:.3f}", flush=True)
-        est = clone(base).set_params(epsilon=1.0, **AUDIT_PARAMS[name])
+        est = clone(base).set_params(epsilon=1.0, **params)
         t0 = time.perf_counter()
         with _scaled_noise(1.0 / control_factor):
             res = audit_estimator(est, X, y_out, y_in, n_fits=n_fits, random_state=seed)

@@ -15,10 +15,12 @@ from sklearn.base import clone, is_classifier
 
 from skdp.privacy._mechanisms import _scaled_noise
 from skdp.privacy.audit import audit_estimator, label_flip_canary
-from skdp.utils._audit_configs import AUDIT_PARAMS, CANARY_TARGET
+from skdp.utils._audit_configs import AUDIT_PARAMS, CANARY_TARGET, audit_cases
 from skdp.utils._estimator_checks import public_estimators
 
-ESTIMATORS = [e for e in public_estimators() if type(e).__name__ in AUDIT_PARAMS]
+CASES = audit_cases(
+    [e for e in public_estimators() if type(e).__name__ in AUDIT_PARAMS]
+)
 N_FITS = 300
 
 
@@ -39,12 +41,10 @@ def test_every_public_estimator_has_an_audit_configuration():
     assert not missing
 
 
-@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
-def test_audit_at_epsilon_one_and_negative_control(estimator):
+@pytest.mark.parametrize("label, estimator, params", CASES, ids=[c[0] for c in CASES])
+def test_audit_at_epsilon_one_and_negative_control(label, estimator, params):
     X, y_out, y_in = _canary_data(estimator)
-    est = clone(estimator).set_params(
-        epsilon=1.0, **AUDIT_PARAMS[type(estimator).__name__]
-    )
+    est = clone(estimator).set_params(epsilon=1.0, **params)
     honest = audit_estimator(est, X, y_out, y_in, n_fits=N_FITS, random_state=0)
     assert honest.claimed_epsilon <= 1.0
     assert not honest.violated, honest

@@ -268,27 +268,25 @@ def risk_path(
         ybar = float(stats.mean_y)
         cent_g = gram_var / intercept_scaling**2
         cent_m = moment_var / intercept_scaling**2
-    out = np.empty(len(penalties))
-    for k, a in enumerate(penalties):
-        inv = 1.0 / (vals + a)
-        c = inv * b  # ridge coefficients, eigenbasis
-        tr_a, c2 = inv.sum(), np.sum(c**2)
-        c_a_c = np.sum(inv * c**2)
-        c_orig = vecs @ c
-        a_diag = (vecs**2) @ inv  # diagonal of A in the original basis
-        x_a_x, c_a_x, c_x = np.sum(inv * xbar**2), np.sum(inv * c * xbar), c @ xbar
-        fit = np.sum(vals * c**2) - 2.0 * np.sum(c * b)
-        dof = 2.0 * noise_var * np.sum(vals * inv)
-        # 2 tr(A cov(N')): moment noise, the moment's constant entry, delta.
-        moment = 2.0 * (moment_var * tr_a + cent_m * x_a_x + cent_g * ybar**2 * tr_a)
-        # 2 E[c^T E' A E' c]: the Gram block (diagonal variance s_G**2) ...
-        gram = 2.0 * gram_var * (c_a_c + tr_a * c2 - np.sum(a_diag * c_orig**2))
-        # ... and the centring term -(xbar delta^T + delta xbar^T).
-        gram += 2.0 * cent_g * (2.0 * c_x * c_a_x + tr_a * c_x**2 + x_a_x * c2)
-        # -4 E[c^T E' A N']: delta is in both the scatter and the cross-moment.
-        cross = -4.0 * cent_g * ybar * (c_x * tr_a + c_a_x)
-        out[k] = fit + dof + moment + gram + cross
-    return out
+    # One row per penalty: the whole path in a few matrix products.
+    inv = 1.0 / (vals[None, :] + np.asarray(penalties, dtype=float)[:, None])
+    c = inv * b  # ridge coefficients, eigenbasis
+    tr_a, c2 = inv.sum(axis=1), np.sum(c**2, axis=1)
+    c_a_c = np.sum(inv * c**2, axis=1)
+    c_orig = c @ vecs.T
+    a_diag = inv @ (vecs**2).T  # diagonal of A in the original basis
+    x_a_x, c_a_x, c_x = inv @ xbar**2, (inv * c) @ xbar, c @ xbar
+    fit = (c**2) @ vals - 2.0 * (c @ b)
+    dof = 2.0 * noise_var * (inv @ vals)
+    # 2 tr(A cov(N')): moment noise, the moment's constant entry, delta.
+    moment = 2.0 * (moment_var * tr_a + cent_m * x_a_x + cent_g * ybar**2 * tr_a)
+    # 2 E[c^T E' A E' c]: the Gram block (diagonal variance s_G**2) ...
+    gram = 2.0 * gram_var * (c_a_c + tr_a * c2 - np.sum(a_diag * c_orig**2, axis=1))
+    # ... and the centring term -(xbar delta^T + delta xbar^T).
+    gram += 2.0 * cent_g * (2.0 * c_x * c_a_x + tr_a * c_x**2 + x_a_x * c2)
+    # -4 E[c^T E' A N']: delta is in both the scatter and the cross-moment.
+    cross = -4.0 * cent_g * ybar * (c_x * tr_a + c_a_x)
+    return fit + dof + moment + gram + cross
 
 
 def _noise_variance(raw, stats, gram_std):

@@ -33,6 +33,45 @@ AUDIT_PARAMS = {
     ),
 }
 
+# Further modes audited next to the class's own configuration: label ->
+# (class name, parameters). The risk-estimate mode is one release of all rows
+# (Gram matrix, moment vector, y^T y); its whole penalty path is
+# post-processing.
+AUDIT_VARIANTS = {
+    "BilevelRidge(tuning='risk_estimate')": (
+        "BilevelRidge",
+        dict(
+            tuning="risk_estimate",
+            feature_norm=1.0,
+            target_bound=1.0,
+            fit_intercept=False,
+        ),
+    ),
+}
+
+
+def audit_cases(estimators):
+    """``(label, estimator, parameters)`` for every audited configuration.
+
+    Parameters
+    ----------
+    estimators : list of estimator
+        One instance of each public estimator.
+
+    Returns
+    -------
+    list of tuple
+    """
+    by_name = {type(e).__name__: e for e in estimators}
+    cases = [(name, by_name[name], AUDIT_PARAMS[name]) for name in by_name]
+    cases += [
+        (label, by_name[name], params)
+        for label, (name, params) in AUDIT_VARIANTS.items()
+        if name in by_name
+    ]
+    return cases
+
+
 # The heavy-tailed truncation drops rows with huge targets from both datasets;
 # a moderate canary target is still clipped at the private clip level.
 CANARY_TARGET = {"HeavyTailedLinearRegression": 2.0}
