@@ -31,7 +31,7 @@ model = BilevelRidge(epsilon=1.0, feature_norm=8.0, target_bound=8.0, random_sta
 model.fit(X, y)
 
 # Non-private validation curve on a split of the same size (for reference only).
-X_tr, X_val, y_tr, y_val = train_test_split(X, y, test_size=0.4, random_state=0)
+X_tr, X_val, y_tr, y_val = train_test_split(X, y, test_size=0.5, random_state=0)
 alphas = np.logspace(0, 6, 40)
 curve = [
     np.mean((Ridge(alpha=a).fit(X_tr, y_tr).predict(X_val) - y_val) ** 2)

@@ -120,11 +120,13 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         single-class ``y`` an error); declared classes avoid both.
     solver : {"nispp", "nseg"}, default="nispp"
         Noisy inexact stochastic proximal point or noisy stochastic
-        extragradient. NISPP is the default because it reached a lower
-        worst-group loss, with less variance, than NSEG at every budget
-        measured (``benchmarks/minimax_fair.py``) for 1.5 to 4 times the
-        time: it releases one noisy iterate per step where NSEG releases two
-        noisy operator values.
+        extragradient. NISPP is the default because its worst-group loss
+        was lower than or level with NSEG's in 14 of the 16 private
+        settings measured, with a smaller spread over seeds in 12
+        (``benchmarks/results/minimax_fair.md``; NSEG was lower at ``n =
+        1e4, epsilon = 0.5`` and on Adult by sex at ``epsilon = 5``), for
+        1.1 to 2.1 times the time: it releases one noisy iterate per step
+        where NSEG releases two noisy operator values.
     sampling : {"poisson", "without_replacement", "disjoint"}, default="poisson"
         Batch sampling. ``"disjoint"`` is the paper's single-pass variant
         (parallel composition); the multi-pass variants use Poisson sampling
@@ -181,7 +183,9 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
     noise_std_ : float
         Standard deviation of every Gaussian draw of the solver.
     constants_ : dict
-        Public constants ``M``, ``L``, ``D``, ``dim`` of the operator.
+        Public constants of the run: ``M``, ``L``, ``D`` and ``dim`` of the
+        operator, and ``dual_scale``, ``step_size``, ``batch_size``,
+        ``sampling`` and ``noise_multiplier``.
     delta_ : float
     privacy_spent_ : tuple of (float, float)
         Certified ``(epsilon, delta)`` of the fit.

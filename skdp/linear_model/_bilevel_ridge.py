@@ -118,8 +118,9 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         Size of the public, random validation part (drawn from
         ``random_state``, independently of the data). With
         ``"sufficient_statistics"`` the final model still uses all rows, and
-        with ``cross_validate`` both parts are validation parts; two halves
-        measured best (``benchmarks/results/bilevel_ridge_design.md``).
+        with ``cross_validate`` both parts are validation parts, and equal
+        halves weigh both directions alike. The fraction was not tuned by
+        measurement.
     inner_solver : {"sufficient_statistics", "output_perturbation", "loc_gd"}, \
             default="sufficient_statistics"
         How the inner ridge problems are solved privately:
@@ -209,9 +210,12 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         the final model, more accurate (noise variance ``2 / (1 - rho)``
         times a single full-data release's instead of ``2``), at the price of
         noisier parts for tuning. The bias this correlation adds to the
-        released validation loss is removed exactly (see Notes). -0.6
-        measured best among -0.5, -0.6, -0.7, -0.8 with the margin and the
-        final-penalty rescaling (``benchmarks/results/bilevel_ridge_design.md``).
+        released validation loss is removed exactly (see Notes). In
+        ``benchmarks/results/bilevel_ridge_design.md`` -0.6 and -0.7 are
+        level (mean 1.57 and 1.56 times the oracle) and -0.5 is worse
+        (1.64); -0.8 lowers the release's floor but raises the excess risk
+        where the choice of penalty is the limit
+        (``benchmarks/results/bilevel_ridge_frontier.md``).
     cross_validate : bool, default=True
         ``"sufficient_statistics"`` only: the upper-level objective is the
         two-fold validation loss (the model trained on each part scored on

@@ -417,9 +417,10 @@ _COMMON_DOC = """
         feature scale ``s`` (see Notes), so that the intercept is as well
         conditioned as the coefficients in any units; it is 1 when ``radius``
         or ``G_k`` is given (those public constants refer to that column).
-        Centring the data would need its private mean, so it is not done;
-        instead (``known_lipschitz`` regression) the intercept starts at a
-        private median of ``y``, paid from ``bound_share``.
+        The features are not centred unless ``center=True`` (a private mean,
+        paid from the budget); with ``known_lipschitz`` regression the
+        intercept starts at a private median of ``y``, paid from
+        ``bound_share``.
     k : int, default=4
         Moment order of the heavy-tailed assumption (used only with ``G_k``).
     G_k : float, default=None
@@ -499,7 +500,7 @@ _COMMON_NOTES = """
     The clipped fraction of per-sample gradients is
     ``min(0.7, 6 z sqrt(d) / n)`` with ``z`` the noise multiplier of a
     gradient sum: the paper's worst-case clip formulas are ~50x too large in
-    practice (and 10-40x worse in excess risk on the benchmark), and this
+    practice (and 19-20x worse in excess risk on the benchmark), and this
     public rule (tuned on synthetic data) trades clipping bias against
     noise.
 
