@@ -418,6 +418,52 @@ def test_inner_solver_certifies_within_its_public_iteration_cap():
     assert worst > 0.05
 
 
+def test_nispp_relaxes_an_uncertifiable_target_with_matching_noise(monkeypatch):
+    # With large batches and lambda the target nu ~ 1 / (lambda B^2) falls
+    # below what float64 can certify. NISPP then raises the step's target,
+    # and its noise with the same multiplier, instead of aborting after the
+    # budget is spent; the decision uses public inputs only.
+    import skdp.solvers.nispp as mod
+
+    targets, sigmas = [], []
+    solve, noise = mod.solve_prox_subproblem, mod.gaussian_noise
+
+    def spy_solve(operator, indices, normalizer, center, lam, domain, nu, **kw):
+        targets.append(nu)
+        return solve(operator, indices, normalizer, center, lam, domain, nu, **kw)
+
+    def spy_noise(rng, sigma, size):
+        sigmas.append(sigma)
+        return noise(rng, sigma, size)
+
+    monkeypatch.setattr(mod, "solve_prox_subproblem", spy_solve)
+    monkeypatch.setattr(mod, "gaussian_noise", spy_noise)
+    rng = np.random.default_rng(1)
+    d, M, L, z, lam = 6, 5.0, 10.0, 1.5, 300.0
+    A = rng.normal(size=(d, d))
+    A = (A - A.T) * L / (2 * np.linalg.norm(A, 2))
+    dom = ProductDomain(Ball(d - 3, 5.0), Simplex(3))
+    for B, relaxed in ((100, 0), (20_000, 3)):
+        targets.clear(), sigmas.clear()
+        res = nispp(
+            lambda w, idx: len(idx) * (A @ w),
+            dom,
+            BatchSchedule(3 * B, 3, B, "disjoint"),
+            M=M,
+            L=L,
+            noise_multiplier=z,
+            rng=np.random.default_rng(0),
+            prox=lam,
+        )
+        assert res.info["relaxed_steps"] == relaxed
+        assert res.noise_std == z * prox_sensitivity(M, lam, B, res.info["nu_target"])
+        # Every step's noise is the multiplier times its own sensitivity.
+        for nu, sigma in zip(targets, sigmas, strict=True):
+            assert sigma == pytest.approx(z * prox_sensitivity(M, lam, B, nu))
+        assert sum(nu > res.info["nu_target"] for nu in targets) == relaxed
+        assert res.info["max_noise_std"] == pytest.approx(max(sigmas))
+
+
 def test_inner_solver_refuses_an_uncertifiable_target_before_reading_the_data():
     def operator(w, idx):
         raise AssertionError("the data were read")

@@ -1,6 +1,7 @@
 """MinimaxFairClassifier: private group-DRO logistic regression."""
 
 import math
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -181,7 +182,9 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
     n_iter_ : int
         Iterations of the solver.
     noise_std_ : float
-        Standard deviation of every Gaussian draw of the solver.
+        Standard deviation of the solver's Gaussian draws (the largest, if
+        NISPP had to relax its accuracy target on some steps; see the
+        warning it then emits).
     constants_ : dict
         Public constants of the run: ``M``, ``L``, ``D`` and ``dim`` of the
         operator, and ``dual_scale``, ``step_size``, ``batch_size``,
@@ -575,7 +578,18 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         self.feature_norm_ = float(feature_norm)
         self.center_ = center
         self.n_iter_ = int(result.n_iter)
-        self.noise_std_ = float(result.noise_std)
+        self.noise_std_ = float(result.info.get("max_noise_std", result.noise_std))
+        relaxed = result.info.get("relaxed_steps", 0)
+        if relaxed:
+            # A function of public inputs (batch sizes, released iterates).
+            warnings.warn(
+                f"NISPP relaxed its accuracy target on {relaxed} of "
+                f"{result.n_iter} steps: with batches this large float64 cannot "
+                "certify it, so those steps carry more noise (privacy is "
+                "unchanged). A smaller batch_size avoids it.",
+                UserWarning,
+                stacklevel=2,
+            )
         self.constants_ = {
             "M": operator.M,
             "L": operator.L,

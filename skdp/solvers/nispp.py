@@ -33,6 +33,9 @@ abort itself a data-dependent release. Its cap is instead
 convergence of the strongly monotone subproblem *proves* the certificate is
 met on every batch; only floating-point failure can exceed it, and then it
 raises :class:`InnerSolverError` rather than release an uncertified point.
+Where float64 cannot certify the target at all (very large batches),
+:func:`nispp` raises the step's target to what it can certify and the noise
+with it, keeping the noise multiplier, hence the privacy, unchanged.
 
 Under Poisson sampling, dp-accounting's replace-one pair bounds the effect of
 one record *relative to its absence* by half the sensitivity; adding one
@@ -153,12 +156,16 @@ def _gradient_bound(operator_bound, lam, center, domain):
     return float(operator_bound) + lam * (domain.diameter + outside)
 
 
-def _certificate_margin(gradient_bound, domain):
-    # Round-off of the two inner products of the certificate, generously
-    # bounded (|u| <= |centre of W| + D on W). Public, so stopping depends on
-    # the data only through the certificate itself.
+def _certificate_margin(gradient_bound, operator_bound, batch_size, domain):
+    # Round-off bound of the computed certificate <g, u> - min_W <g, w>, four
+    # times over: the length-d inner products and norm (about d eps |g| |u|),
+    # forming g = F_B(u) + lambda (u - c), and the batch sum inside F_B
+    # (about |B| eps |F_B|). |u| and |w| are at most |centre of W| + D on W.
+    # Public, so stopping depends on the data only through the certificate.
+    eps = np.finfo(float).eps
     u_bound = float(np.linalg.norm(domain.center())) + domain.diameter
-    return 1e-12 * gradient_bound * (u_bound + domain.diameter) + 1e-300
+    g_error = (domain.dim + 4) * gradient_bound + (batch_size + 8) * operator_bound
+    return 4.0 * eps * g_error * 2.0 * u_bound + 1e-300
 
 
 # Backtracking accepts a step eta when eta |G(v) - G(u)| <= _EG_THETA |v - u|.
@@ -306,14 +313,14 @@ def solve_prox_subproblem(
     """
     scale = 1.0 / normalizer
     gradient_bound = _gradient_bound(operator_bound, lam, center, domain)
-    margin = _certificate_margin(gradient_bound, domain)
+    margin = _certificate_margin(gradient_bound, operator_bound, len(indices), domain)
     # The cap proves an exact certificate <= nu / 2; the stopping test adds
     # the margin to a computed value that may be off by the margin again.
     if not margin <= 0.25 * nu_target:
         raise InnerSolverError(
             f"The accuracy target {nu_target:.3g} is below the floating-point "
             f"margin {margin:.3g} of its certificate, so it cannot be certified; "
-            "nothing was released. Use a larger inner_tol."
+            "nothing was released. Use a larger inner_tol or smaller batches."
         )
     if max_iter is None:
         max_iter = guaranteed_inner_iterations(
@@ -467,7 +474,13 @@ def nispp(
     -------
     SaddlePointResult
         ``info`` holds ``nu_target``, ``nu_priv`` (the paper's threshold),
-        ``max_certificate`` and ``inner_iterations``.
+        ``relaxed_steps`` (steps whose target was raised to what float64 can
+        certify, with the noise raised to match) and ``max_noise_std`` (the
+        largest noise of any step; ``noise_std`` is that of the others),
+        ``last_iterate`` (the last noisy iterate), and the diagnostics
+        ``max_certificate`` and ``inner_iterations``. The two diagnostics
+        depend on the data without noise: they are for tests, not for
+        release, and no estimator exposes them.
 
     References
     ----------
@@ -504,16 +517,20 @@ def nispp(
         )
     lam = float(prox)
     nu_target = prox_accuracy_target(M, lam, B, inner_tol)
-    if schedule.sampling == "poisson":
-        # dp-accounting's replace-one Poisson pair bounds each record's
-        # effect *relative to its absence* by half the sensitivity. Adding
-        # one record moves the batch operator by at most M / B, so the same
-        # argument as Proposition 9 bounds that effect by
-        # prox_sensitivity(M / 2, ...); the convention's sensitivity is twice it.
-        sensitivity = 2.0 * prox_sensitivity(0.5 * M, lam, B, nu_target)
-    else:
-        sensitivity = prox_sensitivity(M, lam, B, nu_target)
+
+    def step_sensitivity(nu):
+        if schedule.sampling == "poisson":
+            # dp-accounting's replace-one Poisson pair bounds each record's
+            # effect *relative to its absence* by half the sensitivity. Adding
+            # one record moves the batch operator by at most M / B, so the
+            # same argument as Proposition 9 bounds that effect by
+            # prox_sensitivity(M / 2, ...); the convention's is twice it.
+            return 2.0 * prox_sensitivity(0.5 * M, lam, B, nu)
+        return prox_sensitivity(M, lam, B, nu)
+
+    sensitivity = step_sensitivity(nu_target)
     sigma = float(noise_multiplier) * sensitivity
+    max_sigma, relaxed_steps = sigma, 0
     u = domain.center() if w0 is None else domain.project(w0)
     w = u.copy()
     w_sum = np.zeros(dim)
@@ -525,6 +542,21 @@ def nispp(
         # the expected size, is (L |B| / B)-Lipschitz and bounded by M |B| / B.
         lipschitz = L * max(len(indices), 1) / B
         operator_bound = M * max(len(indices), 1) / B
+        # Float64 cannot certify an accuracy below four times the round-off
+        # margin (large batches, large lambda). The target is then relaxed on
+        # this step and the noise follows its sensitivity: the same noise
+        # multiplier, so the same privacy, decided on public inputs only.
+        floor = 4.0 * _certificate_margin(
+            _gradient_bound(operator_bound, lam, w, domain),
+            operator_bound,
+            len(indices),
+            domain,
+        )
+        nu_step, sigma_step = nu_target, sigma
+        if floor > nu_target:
+            nu_step = floor * (1.0 + 1e-9)
+            sigma_step = float(noise_multiplier) * step_sensitivity(nu_step)
+            max_sigma, relaxed_steps = max(max_sigma, sigma_step), relaxed_steps + 1
         # The release must be a function of the batch and of the public
         # centre w only: warm-starting from the previous (unreleased) u would
         # carry an earlier batch's record into this step, which the parallel
@@ -537,7 +569,7 @@ def nispp(
             w,
             lam,
             domain,
-            nu_target,
+            nu_step,
             lipschitz=lipschitz,
             operator_bound=operator_bound,
             u0=None,
@@ -545,7 +577,7 @@ def nispp(
         max_cert = max(max_cert, cert)
         inner_total += its
         # Line 5: the noisy iterate is NOT projected (the paper stresses it).
-        w = u + gaussian_noise(rng, sigma, dim)
+        w = u + gaussian_noise(rng, sigma_step, dim)
         if k >= first:
             w_sum += w
     return SaddlePointResult(
@@ -558,8 +590,10 @@ def nispp(
             "prox": lam,
             "nu_target": nu_target,
             "nu_priv": 2.0 * M**2 / (lam * B**2),
+            "relaxed_steps": relaxed_steps,
+            "max_noise_std": max_sigma,
             "max_certificate": max_cert,
             "inner_iterations": inner_total,
-            "last_iterate": u,
+            "last_iterate": w,  # the noisy release, not the private u
         },
     )
