@@ -59,6 +59,11 @@ def _dro_problem(n=60, p=3, m=3, seed=0, radius=2.0, dual_scale=1.0):
     )
 
 
+def _nispp_on(op, sched, **kwargs):
+    """NISPP on a group-DRO operator with its own domain and constants."""
+    return nispp(op, op.domain, sched, M=op.M, L=op.L, **kwargs)
+
+
 def _extragradient_reference(op, n_iter=20_000):
     """Deterministic full-batch extragradient (last iterate)."""
     idx = np.arange(op.y.size)
@@ -487,12 +492,9 @@ def test_nispp_has_no_user_iteration_cap():
     op = _dro_problem()
     sched = BatchSchedule(op.y.size, 4, 10, "poisson")
     with pytest.raises(TypeError, match="max_inner_iter"):
-        nispp(
+        _nispp_on(
             op,
-            op.domain,
             sched,
-            M=op.M,
-            L=op.L,
             noise_multiplier=1.0,
             rng=np.random.default_rng(0),
             max_inner_iter=5,
@@ -667,12 +669,9 @@ def test_nispp_group_dro_solutions_respect_the_certified_sensitivity():
 def test_nispp_noise_uses_the_declared_sensitivity():
     op = _dro_problem()
     sched = BatchSchedule(op.y.size, 5, 10, "without_replacement")
-    res = nispp(
+    res = _nispp_on(
         op,
-        op.domain,
         sched,
-        M=op.M,
-        L=op.L,
         noise_multiplier=2.0,
         rng=np.random.default_rng(0),
         prox=3.0,
@@ -683,12 +682,9 @@ def test_nispp_noise_uses_the_declared_sensitivity():
     assert res.info["nu_target"] <= res.info["nu_priv"]
     # Poisson: twice the effect of adding one record (dp-accounting's pair).
     sched = BatchSchedule(op.y.size, 5, 10, "poisson")
-    res = nispp(
+    res = _nispp_on(
         op,
-        op.domain,
         sched,
-        M=op.M,
-        L=op.L,
         noise_multiplier=2.0,
         rng=np.random.default_rng(0),
         prox=3.0,
@@ -740,12 +736,9 @@ def test_nispp_releases_depend_only_on_the_batch_and_the_public_centre(
 
     monkeypatch.setattr(mod, "solve_prox_subproblem", spy)
     sched = BatchSchedule(60, 6, 10, sampling)
-    nispp(
+    _nispp_on(
         op,
-        op.domain,
         sched,
-        M=op.M,
-        L=op.L,
         noise_multiplier=1.0,
         rng=np.random.default_rng(0),
         prox=2.0,
