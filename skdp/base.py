@@ -15,7 +15,7 @@ from numbers import Real
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from .privacy import PrivacyAccountant, certify_epsilon
+from .privacy import BudgetExceededError, PrivacyAccountant, certify_epsilon
 from .utils._validation import check_generator, resolve_delta
 
 __all__ = ["PrivateEstimatorMixin"]
@@ -55,8 +55,17 @@ class PrivateEstimatorMixin:
 
     def _spend(self, plan):
         """Charge ``plan`` to the shared accountant, if any, before any noise."""
-        if self.accountant is not None:
-            self.accountant.spend(plan, label=type(self).__name__)
+        if self.accountant is None:
+            return
+        # A non-private fit releases its statistics exactly: no finite budget
+        # pays for it, whatever the plan says its noise costs (none at all).
+        if np.isinf(self.epsilon) and not np.isinf(self.accountant.epsilon):
+            raise BudgetExceededError(
+                f"{type(self).__name__}(epsilon=inf) is not private, so a finite "
+                f"budget (epsilon={self.accountant.epsilon:g}) cannot pay for it. "
+                "No data was used."
+            )
+        self.accountant.spend(plan, label=type(self).__name__)
 
     def _record_privacy(self, plan):
         """Set ``privacy_spent_`` to the certified ``(epsilon, delta_)`` of ``plan``."""

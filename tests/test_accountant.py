@@ -1,5 +1,6 @@
 """Shared PrivacyAccountant: ledger, budget errors, clone() and cross-validation."""
 
+import copy
 import pickle
 
 import numpy as np
@@ -80,6 +81,26 @@ def test_accountant_refuses_other_process():
     copy._pid = -1  # as if unpickled in a worker process
     with pytest.raises(RuntimeError, match="another process"):
         copy.spend(gaussian_steps(10.0))
+
+
+def test_deepcopy_shares_the_ledger_and_a_pickled_copy_cannot_spend():
+    # Review finding: deepcopy / pickle forked the ledger, so three deep
+    # copies of a template could each spend the whole budget.
+    X, y = _data()
+    acc = PrivacyAccountant(epsilon=1.0, delta=1e-5)
+    template = PrivateMean(epsilon=0.9, delta=1e-6, accountant=acc, random_state=0)
+    copy.deepcopy(template).fit(X, y)
+    assert len(acc.ledger) == 1
+    with pytest.raises(BudgetExceededError):
+        copy.deepcopy(template).fit(X, y)
+    for forked in (pickle.loads(pickle.dumps(acc)), copy.copy(acc)):
+        assert forked.spent_epsilon == pytest.approx(acc.spent_epsilon)
+        with pytest.raises(RuntimeError, match="pickled copy"):
+            forked.spend(gaussian_steps(100.0))
+    fitted = pickle.loads(pickle.dumps(template))
+    with pytest.raises(RuntimeError, match="pickled copy"):
+        fitted.fit(X, y)
+    assert len(acc.ledger) == 1
 
 
 def test_parallel_cross_val_raises_instead_of_losing_spending():

@@ -211,6 +211,28 @@ def test_inconsistent_bounds_are_refused(estimator):
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+@pytest.mark.parametrize("public", [False, True], ids=["", "public-bounds"])
+def test_non_private_fit_is_refused_by_a_finite_budget(estimator, public):
+    # Review finding: BilevelRidge(epsilon=inf) with public bounds planned no
+    # noise at all, a zero-cost event that the ledger accepted for free.
+    X, y = _data(estimator)
+    params = {"epsilon": np.inf}
+    if public and "target_bound" in estimator.get_params():
+        params.update(feature_norm=5.0, target_bound=5.0)
+    variants = [params]
+    if "tuning" in estimator.get_params():
+        variants.append({**params, "tuning": "risk_estimate"})
+    for p in variants:
+        acc = PrivacyAccountant(epsilon=1.0, delta=1e-5)
+        est = _fresh(estimator, accountant=acc, **p)
+        with pytest.raises(BudgetExceededError, match="not private"):
+            est.fit(X, y)
+        assert len(acc.ledger) == 0
+    # An infinite budget accepts it.
+    _fresh(estimator, accountant=PrivacyAccountant(np.inf, 1e-5), **params).fit(X, y)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
 def test_sample_weight_is_rejected(estimator):
     X, y = _data(estimator)
     with pytest.raises(TypeError, match="sample_weight"):

@@ -39,11 +39,12 @@ class PrivacyAccountant:
     cross-validation cost exactly the composition of five fits. A fit that
     would overspend raises :class:`BudgetExceededError` and is not recorded.
 
-    ``clone`` returns the accountant itself (``__sklearn_clone__``), so copies
-    of an estimator made by ``cross_val_score`` or ``GridSearchCV`` spend from
-    the same ledger. A fit in another process (``n_jobs > 1`` with a process
-    backend) could not report back to the ledger, so spending from a copy
-    that was pickled to another process raises ``RuntimeError``.
+    ``clone`` and ``copy.deepcopy`` return the accountant itself, so copies
+    of an estimator made by ``cross_val_score``, ``GridSearchCV`` or
+    ``deepcopy`` spend from the same ledger. A pickled copy (``pickle``,
+    ``joblib``, ``copy.copy``, or ``n_jobs > 1`` with a process backend)
+    could not report back to the ledger it was copied from: it keeps the
+    record for reading, but spending from it raises ``RuntimeError``.
 
     All fits are assumed to touch every record (the worst case), and the
     neighbouring relation is replace-one.
@@ -96,10 +97,16 @@ class PrivacyAccountant:
         self._streams = 0
         self._lock = threading.Lock()
         self._pid = os.getpid()
+        self._copied = False
 
     # -- scikit-learn integration -------------------------------------------
     def __sklearn_clone__(self):
         # Folds of cross_val_score / GridSearchCV must share one ledger.
+        return self
+
+    def __deepcopy__(self, memo):
+        # A ledger is one budget: a deep copy of an estimator shares it, as
+        # clone() does, rather than fork it and spend the budget twice.
         return self
 
     def __getstate__(self):
@@ -110,6 +117,9 @@ class PrivacyAccountant:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._lock = threading.Lock()
+        # A copy of the record, not the ledger: spending from it would go
+        # unseen by the original (see _check_process).
+        self._copied = True
 
     def __repr__(self):
         return (
@@ -143,6 +153,13 @@ class PrivacyAccountant:
                 "fit there cannot report its spending back to the shared "
                 "ledger. Use n_jobs=1 (or a threading backend) with a shared "
                 "accountant."
+            )
+        if self._copied:
+            raise RuntimeError(
+                "This PrivacyAccountant is a pickled copy (pickle, joblib or "
+                "copy.copy) of a ledger: spending from it would not reach the "
+                "original, so the budget could be spent twice. Spend from the "
+                "original object, or create a new accountant for a new budget."
             )
 
     def _epsilon_of(self, events):
