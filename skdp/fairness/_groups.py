@@ -25,13 +25,23 @@ def _as_label_array(sensitive_features):
         raise ValueError("sensitive_features must be 1-D or 2-D.")
     for value in sf.tolist():
         parts = value if isinstance(value, tuple) else (value,)
-        for v in parts:
-            if v is None or (isinstance(v, float) and np.isnan(v)):
-                raise ValueError(
-                    "sensitive_features contains missing values (None or NaN); "
-                    "encode them as an explicit group label."
-                )
+        if any(_is_missing(v) for v in parts):
+            raise ValueError(
+                "sensitive_features contains missing values (None, NaN, pd.NA "
+                "or NaT); encode them as an explicit group label."
+            )
     return sf
+
+
+def _is_missing(value):
+    # pandas' NA and NaT without importing pandas; NaN of any float type is
+    # the only value not equal to itself.
+    if value is None or type(value).__name__ in ("NAType", "NaTType"):
+        return True
+    try:
+        return bool(value != value)
+    except (TypeError, ValueError):
+        return False
 
 
 def _sort_key(label):
@@ -101,9 +111,10 @@ def encode_groups(sensitive_features, labels, n_samples=None):
         try:
             codes[i] = index[normalise_label(value)]
         except KeyError:
+            # The value itself is not shown: it would be a further release.
             raise ValueError(
-                f"sensitive_features contains the group {value!r}, which is not "
-                f"among the declared groups {list(labels)!r}."
+                "sensitive_features contains a group that is not among the "
+                f"declared groups {list(labels)!r}."
             ) from None
     return codes
 
