@@ -94,10 +94,13 @@ def calibrate_noise_multiplier(make_event, epsilon, delta, *, rtol=1e-4):
         if lo < math.log(1e-8):
             return math.exp(hi)
     root = brentq(excess, lo, hi, xtol=rtol / 4)
-    # brentq may land a hair on the wrong side; step up until certified.
-    z = math.exp(root)
-    while excess(math.log(z), 1e-4) > 0:
-        z *= 1.0 + rtol / 4
+    # brentq may land a hair on the wrong side; step up until certified on
+    # the grid certify_epsilon uses, with growing steps in case that grid is
+    # the coarser one.
+    z, step = math.exp(root), rtol / 4
+    while excess(math.log(z), None) > 0:
+        z *= 1.0 + step
+        step *= 2.0
     return z
 
 

@@ -349,7 +349,7 @@ def _only_pure(p):
     return all(k[0] == "pure" for k in p.others)
 
 
-def _profile_epsilon(p, delta, discretization=_PLD_DISCRETIZATION):
+def _profile_epsilon(p, delta, discretization=None):
     if p.nonprivate:
         return math.inf
     if not p.others:
@@ -369,7 +369,13 @@ def _profile_epsilon(p, delta, discretization=_PLD_DISCRETIZATION):
         return brentq(excess, 0.0, hi, xtol=1e-12, rtol=1e-12)
     if any(k[0] == "wor" for k in p.others):
         return float(_rdp_accountant_for_profile(p).get_epsilon(delta))
-    return float(_pld_for_profile(p, discretization).get_epsilon_for_delta(delta))
+    if discretization is not None:
+        return float(_pld_for_profile(p, discretization).get_epsilon_for_delta(delta))
+    eps = float(_pld_for_profile(p).get_epsilon_for_delta(delta))
+    if 0.0 < eps < _RELATIVE_GRID_BELOW:
+        finer = _pld_for_profile(p, max(1e-3 * eps, 1e-8))
+        eps = min(eps, float(finer.get_epsilon_for_delta(delta)))
+    return eps
 
 
 def _profile_delta(p, epsilon):
@@ -385,7 +391,7 @@ def _profile_delta(p, epsilon):
     return float(_pld_for_profile(p).get_delta_for_epsilon(epsilon))
 
 
-def certify_epsilon(event, delta, *, pld_discretization=_PLD_DISCRETIZATION):
+def certify_epsilon(event, delta, *, pld_discretization=None):
     """Smallest certified epsilon of ``event`` at ``delta`` (replace-one).
 
     Parameters
@@ -395,9 +401,12 @@ def certify_epsilon(event, delta, *, pld_discretization=_PLD_DISCRETIZATION):
         (see :mod:`skdp.privacy`).
     delta : float
         Target delta in (0, 1).
-    pld_discretization : float, default=1e-4
+    pld_discretization : float, optional
         Privacy-loss grid of the PLD route (pessimistic rounding, so any value
-        gives an upper bound; coarser is faster and looser).
+        gives an upper bound; coarser is faster and looser). By default 1e-4,
+        refined to a thousandth of the answer when that is below 0.1: the
+        rounding's looseness is absolute, so a fixed grid would dominate a
+        small epsilon.
 
     Returns
     -------
@@ -420,6 +429,10 @@ def certify_epsilon(event, delta, *, pld_discretization=_PLD_DISCRETIZATION):
     if not (0.0 < delta < 1.0):
         raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
     return max(_profile_epsilon(p, delta, pld_discretization) for p in profiles(event))
+
+
+# Below this epsilon the default PLD grid is refined relative to the answer.
+_RELATIVE_GRID_BELOW = 0.1
 
 
 def certify_delta(event, epsilon):
