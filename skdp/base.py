@@ -59,13 +59,20 @@ class PrivateEstimatorMixin:
             return
         # A non-private fit releases its statistics exactly: no finite budget
         # pays for it, whatever the plan says its noise costs (none at all).
-        if np.isinf(self.epsilon) and not np.isinf(self.accountant.epsilon):
-            raise BudgetExceededError(
-                f"{type(self).__name__}(epsilon=inf) is not private, so a finite "
-                f"budget (epsilon={self.accountant.epsilon:g}) cannot pay for it. "
-                "No data was used."
-            )
-        self.accountant.spend(plan, label=type(self).__name__)
+        try:
+            if np.isinf(self.epsilon) and not np.isinf(self.accountant.epsilon):
+                raise BudgetExceededError(
+                    f"{type(self).__name__}(epsilon=inf) is not private, so a "
+                    f"finite budget (epsilon={self.accountant.epsilon:g}) cannot "
+                    "pay for it. No data was used."
+                )
+            self.accountant.spend(plan, label=type(self).__name__)
+        except BudgetExceededError:
+            # A refused refit must not leave a mix of the new input's
+            # attributes (n_features_in_) and the old model: forget the fit.
+            for name in [k for k in vars(self) if k.endswith("_") and k[0] != "_"]:
+                delattr(self, name)
+            raise
 
     def _record_privacy(self, plan):
         """Set ``privacy_spent_`` to the certified ``(epsilon, delta_)`` of ``plan``."""

@@ -233,6 +233,22 @@ def test_non_private_fit_is_refused_by_a_finite_budget(estimator, public):
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+def test_refused_refit_leaves_the_estimator_unfitted(estimator):
+    # Review finding: a refit refused by the budget kept the old coef_ next
+    # to the new input's n_features_in_, and predict failed on both inputs.
+    from sklearn.exceptions import NotFittedError
+
+    X, y = _data(estimator)
+    acc = PrivacyAccountant(epsilon=1.0, delta=1e-5)
+    est = _fresh(estimator, accountant=acc, epsilon=0.9, delta=1e-6).fit(X, y)
+    X5, y5 = _data(estimator, d=5, seed=1)
+    with pytest.raises(BudgetExceededError):
+        est.fit(X5, y5)
+    with pytest.raises(NotFittedError):
+        est.predict(X5)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
 def test_sample_weight_is_rejected(estimator):
     X, y = _data(estimator)
     with pytest.raises(TypeError, match="sample_weight"):
