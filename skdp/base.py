@@ -67,8 +67,9 @@ class PrivateEstimatorMixin:
                     "pay for it. No data was used."
                 )
             self.accountant.spend(plan, label=type(self).__name__)
-        except BudgetExceededError:
-            # A refused refit must not leave a mix of the new input's
+        except (BudgetExceededError, RuntimeError):
+            # A refused refit (over budget, or a ledger copied to another
+            # process or pickled) must not leave a mix of the new input's
             # attributes (n_features_in_) and the old model: forget the fit.
             for name in [k for k in vars(self) if k.endswith("_") and k[0] != "_"]:
                 delattr(self, name)

@@ -132,6 +132,16 @@ def test_small_epsilon_is_certified_on_a_grid_relative_to_it(epsilon):
     assert fine.get_epsilon(delta) <= certified <= 1.01 * fine.get_epsilon(delta)
 
 
+def test_small_epsilon_with_few_steps_calibrates_quickly():
+    # Review finding: the search started at z = 1 on a grid relative to the
+    # target (1e-6 here), a minute and gigabytes per evaluation.
+    z = calibrate_gaussian(
+        1e-3, 1e-5, steps=5, sampling="poisson", sampling_probability=0.3
+    )
+    event = SelfComposedDpEvent(PoissonSampledDpEvent(0.3, GaussianDpEvent(z)), 5)
+    assert 0.99e-3 <= certify_epsilon(event, 1e-5) <= 1e-3 * (1 + 1e-9)
+
+
 @pytest.mark.parametrize("q", [0.01, 0.1])
 @pytest.mark.parametrize("steps", [1, 10, 100, 1000])
 def test_calibrate_without_replacement_against_dp_accounting_rdp(q, steps):

@@ -242,6 +242,12 @@ def test_refused_refit_leaves_the_estimator_unfitted(estimator):
     acc = PrivacyAccountant(epsilon=1.0, delta=1e-5)
     est = _fresh(estimator, accountant=acc, epsilon=0.9, delta=1e-6).fit(X, y)
     X5, y5 = _data(estimator, d=5, seed=1)
+    # A pickled copy of a fitted estimator cannot spend from its ledger copy.
+    loaded = pickle.loads(pickle.dumps(est))
+    with pytest.raises(RuntimeError, match="pickled copy"):
+        loaded.fit(X5, y5)
+    with pytest.raises(NotFittedError):
+        loaded.predict(X5)
     with pytest.raises(BudgetExceededError):
         est.fit(X5, y5)
     with pytest.raises(NotFittedError):

@@ -74,8 +74,11 @@ def calibrate_noise_multiplier(make_event, epsilon, delta, *, rtol=1e-4):
         return certify_epsilon(make_event(z), delta) <= epsilon
 
     # Search on a coarser PLD grid (pessimistic, hence never optimistic),
-    # then confirm on the fine grid.
-    coarse = 1e-3 * min(1.0, epsilon)
+    # then confirm on the fine grid. Small targets search on certify_epsilon's
+    # own grid, which is relative to the epsilon of each z: a grid relative to
+    # the target would be needlessly fine far from it (z = 1 at epsilon =
+    # 1e-3 took a minute and gigabytes).
+    coarse = 1e-3 * epsilon if epsilon >= 0.1 else None
 
     def excess(log_z, grid=coarse):
         event = make_event(math.exp(log_z))

@@ -373,7 +373,7 @@ def _profile_epsilon(p, delta, discretization=None):
         return float(_pld_for_profile(p, discretization).get_epsilon_for_delta(delta))
     eps = float(_pld_for_profile(p).get_epsilon_for_delta(delta))
     if 0.0 < eps < _RELATIVE_GRID_BELOW:
-        finer = _pld_for_profile(p, max(1e-3 * eps, 1e-8))
+        finer = _pld_for_profile(p, max(1e-3 * eps, _FINEST_GRID))
         eps = min(eps, float(finer.get_epsilon_for_delta(delta)))
     return eps
 
@@ -404,7 +404,8 @@ def certify_epsilon(event, delta, *, pld_discretization=None):
     pld_discretization : float, optional
         Privacy-loss grid of the PLD route (pessimistic rounding, so any value
         gives an upper bound; coarser is faster and looser). By default 1e-4,
-        refined to a thousandth of the answer when that is below 0.1: the
+        refined to a thousandth of the answer (at least 1e-6) when that is
+        below 0.1: the
         rounding's looseness is absolute, so a fixed grid would dominate a
         small epsilon.
 
@@ -431,8 +432,10 @@ def certify_epsilon(event, delta, *, pld_discretization=None):
     return max(_profile_epsilon(p, delta, pld_discretization) for p in profiles(event))
 
 
-# Below this epsilon the default PLD grid is refined relative to the answer.
+# Below this epsilon the default PLD grid is refined relative to the answer,
+# down to a floor that keeps the grid's size (loss range / grid) in memory.
 _RELATIVE_GRID_BELOW = 0.1
+_FINEST_GRID = 1e-6
 
 
 def certify_delta(event, epsilon):
