@@ -78,7 +78,7 @@ def calibrate_noise_multiplier(make_event, epsilon, delta, *, rtol=1e-4):
     # own grid, which is relative to the epsilon of each z: a grid relative to
     # the target would be needlessly fine far from it (z = 1 at epsilon =
     # 1e-3 took a minute and gigabytes).
-    coarse = 1e-3 * epsilon if epsilon >= 0.1 else None
+    coarse = 1e-3 * min(1.0, epsilon) if epsilon >= 0.1 else None
 
     def excess(log_z, grid=coarse):
         event = make_event(math.exp(log_z))
