@@ -613,27 +613,19 @@ def test_nispp_subproblem_solutions_move_by_at_most_4M_over_lambda_B(inner_tol):
     assert s <= 4 * M / (lam * B) * (1 + 1e-12)
     idx = np.arange(n)
     center = rng.normal(size=3)
-    u, _, _ = solve_prox_subproblem(
-        _constant_operator(c),
-        idx,
-        B,
-        center,
-        lam,
-        dom,
-        nu,
-        lipschitz=0.0,
-        operator_bound=M,
-    )
-    u2, _, _ = solve_prox_subproblem(
-        _constant_operator(c2),
-        idx,
-        B,
-        center,
-        lam,
-        dom,
-        nu,
-        lipschitz=0.0,
-        operator_bound=M,
+    u, u2 = (
+        solve_prox_subproblem(
+            _constant_operator(values),
+            idx,
+            B,
+            center,
+            lam,
+            dom,
+            nu,
+            lipschitz=0.0,
+            operator_bound=M,
+        )[0]
+        for values in (c, c2)
     )
     moved = np.linalg.norm(u - u2)
     assert moved <= s
