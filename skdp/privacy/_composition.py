@@ -405,9 +405,8 @@ def certify_epsilon(event, delta, *, pld_discretization=None):
         Privacy-loss grid of the PLD route (pessimistic rounding, so any value
         gives an upper bound; coarser is faster and looser). By default 1e-4,
         refined to a thousandth of the answer (at least 1e-6) when that is
-        below 0.1: the
-        rounding's looseness is absolute, so a fixed grid would dominate a
-        small epsilon.
+        below 0.1: the rounding's looseness is absolute, so a fixed grid
+        would dominate a small epsilon.
 
     Returns
     -------
