@@ -101,7 +101,7 @@ def calibrate_noise_multiplier(make_event, epsilon, delta, *, rtol=1e-4):
     # the grid certify_epsilon uses, with growing steps in case that grid is
     # the coarser one.
     z, step = math.exp(root), rtol / 4
-    while excess(math.log(z), None) > 0:
+    while not ok(z):
         z *= 1.0 + step
         step *= 2.0
     return z

@@ -394,7 +394,7 @@ def risk_estimate_ridge(X, y, plan, rng):
     path = risk_path(
         stats, gram_var, moment_var, noise_var, plan.penalties, _intercept_scaling(plan)
     )
-    pvalue = math.nan
+    pvalue, found = math.nan, False
     objective = path
     if plan.stds["moment"] > 0:
         if plan.signal_test_level is not None:
@@ -404,7 +404,7 @@ def risk_estimate_ridge(X, y, plan, rng):
                 gram_var=gram_var,
                 target_sq_var=plan.stds["target_sq"] ** 2,
             ).pvalue
-        found = plan.signal_test_level is not None and pvalue < plan.signal_test_level
+            found = pvalue < plan.signal_test_level
         if not found and plan.margin > 0:
             objective = path + plan.margin * _path_noise_sd(stats, plan, noise_var, rng)
     alpha = float(plan.penalties[int(np.argmin(objective))])
