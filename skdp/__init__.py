@@ -6,6 +6,7 @@ from .linear_model import (
     HeavyTailedLinearRegression,
     HeavyTailedLogisticRegression,
 )
+from .exceptions import PrivacyLeakWarning
 from .privacy import BudgetExceededError, PrivacyAccountant
 
 __version__ = "0.1.0.dev0"
@@ -17,4 +18,5 @@ __all__ = [
     "HeavyTailedLogisticRegression",
     "MinimaxFairClassifier",
     "PrivacyAccountant",
+    "PrivacyLeakWarning",
 ]

@@ -1,0 +1,19 @@
+"""Warnings and errors of skdp's own, so that users can filter them by class."""
+
+from .privacy._accountant import BudgetExceededError
+
+__all__ = ["BudgetExceededError", "PrivacyLeakWarning"]
+
+
+class PrivacyLeakWarning(UserWarning):
+    """A fit published something about the private data outside its privacy plan.
+
+    Raised, for example, when a set (``classes``, ``groups``, categories) is read
+    from the private data instead of being declared: the set itself, and
+    everything that depends on it (the number of sub-problems, the dimension of
+    an operator, an error about a missing class), is then a release that the
+    accountant does not see. The message names the argument that avoids it.
+
+    Filter it like any warning, for example
+    ``warnings.simplefilter("error", PrivacyLeakWarning)`` to refuse such fits.
+    """
