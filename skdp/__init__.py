@@ -1,12 +1,12 @@
 """skdp: scikit-learn compatible estimators with differential privacy."""
 
+from .exceptions import PrivacyLeakWarning
 from .fairness import MinimaxFairClassifier
 from .linear_model import (
     BilevelRidge,
     HeavyTailedLinearRegression,
     HeavyTailedLogisticRegression,
 )
-from .exceptions import PrivacyLeakWarning
 from .privacy import BudgetExceededError, PrivacyAccountant
 
 __version__ = "0.1.0.dev0"
