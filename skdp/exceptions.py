@@ -1,8 +1,11 @@
-"""Warnings and errors of skdp's own, so that users can filter them by class."""
+"""Warnings of skdp's own, so that users can filter them by class.
 
-from .privacy._accountant import BudgetExceededError
+The lowest layer of the package: it imports nothing from skdp, so that every
+module (``utils`` included) can raise these. ``BudgetExceededError`` lives with
+the accountant in :mod:`skdp.privacy`.
+"""
 
-__all__ = ["BudgetExceededError", "PrivacyLeakWarning"]
+__all__ = ["PrivacyLeakWarning"]
 
 
 class PrivacyLeakWarning(UserWarning):
