@@ -59,6 +59,7 @@ from ._mechanisms import (
     private_row_mean,
     reachable_quantile_level,
 )
+from ._spent import spent
 
 __all__ = [
     "BudgetExceededError",
@@ -94,4 +95,5 @@ __all__ = [
     "private_quantile",
     "reachable_quantile_level",
     "private_quantile_event",
+    "spent",
 ]
