@@ -1,10 +1,10 @@
 """One-hot encoding of declared (public) categories, at no privacy cost."""
 
 import numpy as np
-from sklearn.base import _fit_context
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.preprocessing import OneHotEncoder as _SklearnOneHotEncoder
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import _num_samples
+from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted
 
 from ..privacy import NoOpDpEvent
 from ._base import PrivateTransformerMixin
@@ -12,7 +12,7 @@ from ._base import PrivateTransformerMixin
 __all__ = ["OneHotEncoder"]
 
 
-class OneHotEncoder(PrivateTransformerMixin, _SklearnOneHotEncoder):
+class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
     """One-hot encode columns whose categories are declared (a public schema).
 
     scikit-learn's :class:`~sklearn.preprocessing.OneHotEncoder` with
@@ -27,8 +27,8 @@ class OneHotEncoder(PrivateTransformerMixin, _SklearnOneHotEncoder):
     ----------
     categories : list of array-like
         ``categories[j]`` lists the public values of column ``j`` (numbers
-        sorted). Required: ``None`` raises with a message that says what to
-        pass.
+        sorted). A list of one list applies to every column. Required:
+        ``None`` raises with a message that says what to pass.
     handle_unknown : {"ignore", "error"}, default="ignore"
         A value outside the declared categories is encoded as all zeros
         (``"ignore"``) or raises (``"error"``). ``"error"`` at ``fit`` reveals
@@ -55,6 +55,8 @@ class OneHotEncoder(PrivateTransformerMixin, _SklearnOneHotEncoder):
         The declared categories.
     drop_idx_ : ndarray or None
         As in scikit-learn.
+    encoder_ : sklearn.preprocessing.OneHotEncoder
+        The scikit-learn encoder of the declared categories that does the work.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Defined when ``X`` has string column names.
@@ -91,11 +93,6 @@ class OneHotEncoder(PrivateTransformerMixin, _SklearnOneHotEncoder):
         "sparse_output": ["boolean"],
         "dtype": "no_validation",
     }
-
-    # scikit-learn parameters fixed here: frequencies are read from the data.
-    min_frequency = None
-    max_categories = None
-    feature_name_combiner = "concat"
 
     def __init__(
         self,
@@ -150,6 +147,73 @@ class OneHotEncoder(PrivateTransformerMixin, _SklearnOneHotEncoder):
         self.delta_, _ = self._begin_private_fit(_num_samples(X))
         plan = NoOpDpEvent()
         self._spend(plan)
-        super().fit(X)  # declared categories: reads the values only to check them
+        try:
+            n_features = _num_features(X)
+        except TypeError:  # not 2D: the encoder below raises the usual error
+            n_features = 1
+        categories = list(self.categories)
+        if len(categories) == 1 and n_features != 1:
+            categories = categories * n_features
+        self.encoder_ = _SklearnOneHotEncoder(
+            categories=categories,
+            handle_unknown=self.handle_unknown,
+            drop=self.drop,
+            sparse_output=self.sparse_output,
+            dtype=self.dtype,
+        ).fit(X)  # declared categories: reads the values only to check them
+        self.categories_ = self.encoder_.categories_
+        self.drop_idx_ = self.encoder_.drop_idx_
+        self.n_features_in_ = self.encoder_.n_features_in_
+        if hasattr(self.encoder_, "feature_names_in_"):
+            self.feature_names_in_ = self.encoder_.feature_names_in_
         self._record_privacy(plan)
         return self
+
+    def transform(self, X):
+        """One-hot encode ``X`` with the declared categories.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray or sparse matrix of shape (n_samples, n_encoded_features)
+        """
+        check_is_fitted(self, "encoder_")
+        return self.encoder_.transform(X)
+
+    def inverse_transform(self, X):
+        """Back to categories (``None`` for all-zero rows of ignored unknowns).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_encoded_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self, "encoder_")
+        return self.encoder_.inverse_transform(X)
+
+    def get_feature_names_out(self, input_features=None):
+        """Output feature names, ``"<column>_<category>"``.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+
+        Returns
+        -------
+        ndarray of str
+        """
+        check_is_fitted(self, "encoder_")
+        return self.encoder_.get_feature_names_out(input_features)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        tags.input_tags.allow_nan = True
+        return tags
