@@ -60,6 +60,7 @@ from ._mechanisms import (
     reachable_quantile_level,
 )
 from ._spent import spent
+from ._split import split_epsilon
 
 __all__ = [
     "BudgetExceededError",
@@ -96,4 +97,5 @@ __all__ = [
     "reachable_quantile_level",
     "private_quantile_event",
     "spent",
+    "split_epsilon",
 ]
