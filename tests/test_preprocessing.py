@@ -268,6 +268,12 @@ def test_one_hot_encoder_equals_sklearn_with_declared_categories():
     assert ours.transform(Xt).shape == (2, 5)
 
 
+def test_one_hot_encoder_one_list_applies_to_every_column():
+    enc = OneHotEncoder(categories=[[0, 1]]).fit(np.array([[0, 1, 1], [1, 0, 5]]))
+    assert len(enc.categories_) == 3
+    np.testing.assert_array_equal(enc.transform([[1, 1, 5]]), [[0, 1, 0, 1, 0, 0]])
+
+
 def test_one_hot_encoder_refuses_to_infer_categories():
     with pytest.raises(ValueError, match=r"pass categories=\[\[values of column 0\]"):
         OneHotEncoder().fit([["a"], ["b"]])
@@ -313,6 +319,10 @@ def test_values_outside_the_bounds_are_clipped_not_an_error():
     X[0] = 1e12
     sc = StandardScaler(bounds=(lower, upper), epsilon=np.inf).fit(X)
     assert np.all(sc.mean_ <= upper) and np.all(np.isfinite(sc.scale_))
+    # transform clips to the bounds the statistics describe (clip=True).
+    np.testing.assert_allclose(sc.transform(X[:1]), sc.transform(upper[None, :]))
+    far = StandardScaler(bounds=(lower, upper), epsilon=np.inf, clip=False).fit(X)
+    assert far.transform(X[:1]).max() > 1e6
 
 
 def test_bad_bounds_are_rejected_before_any_spending():

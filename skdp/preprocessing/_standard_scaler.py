@@ -34,9 +34,9 @@ class StandardScaler(
     per-column means and second moments of the clipped values are released
     together by one Gaussian mechanism (replace-one L2 sensitivity
     ``sqrt(n_features) / n`` after mapping each range to ``[-1/2, 1/2]``;
-    see Notes). ``transform`` then computes ``(x - mean_) / scale_`` as
-    scikit-learn's :class:`~sklearn.preprocessing.StandardScaler` does, and
-    does not clip.
+    see Notes). ``transform`` then clips to the same bounds (``clip=True``)
+    and computes ``(x - mean_) / scale_`` as scikit-learn's
+    :class:`~sklearn.preprocessing.StandardScaler` does.
 
     With ``epsilon=np.inf`` and bounds that contain the data, the fitted
     ``mean_``, ``var_`` and ``scale_`` are scikit-learn's (up to rounding).
@@ -57,6 +57,11 @@ class StandardScaler(
     with_std : bool, default=True
         Scale the data to unit private variance. Needs the mean as well (it
         is released even if ``with_mean=False``, as scikit-learn computes it).
+    clip : bool, default=True
+        ``transform`` clips each column to ``bounds_`` first, the range the
+        statistics describe (no change for data inside declared bounds). A
+        value far outside estimated bounds would otherwise be scaled by a
+        standard deviation that never saw it.
     epsilon : float, default=1.0
         Privacy budget of the fit, in (0, inf]. ``inf`` is not private.
     delta : float or None, default=None
@@ -137,6 +142,7 @@ class StandardScaler(
         "bounds": [tuple, list, None],
         "with_mean": ["boolean"],
         "with_std": ["boolean"],
+        "clip": ["boolean"],
         "bounds_share": [Interval(Real, 0, 1, closed="neither")],
     }
 
@@ -146,6 +152,7 @@ class StandardScaler(
         bounds=None,
         with_mean=True,
         with_std=True,
+        clip=True,
         epsilon=1.0,
         delta=None,
         bounds_share=0.3,
@@ -155,6 +162,7 @@ class StandardScaler(
         self.bounds = bounds
         self.with_mean = with_mean
         self.with_std = with_std
+        self.clip = clip
         self.epsilon = epsilon
         self.delta = delta
         self.bounds_share = bounds_share
@@ -236,6 +244,8 @@ class StandardScaler(
         """
         check_is_fitted(self, "n_samples_seen_")
         X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
+        if self.clip and self.bounds_ is not None:
+            np.clip(X, *self.bounds_, out=X)
         if self.with_mean:
             X -= self.mean_
         if self.with_std:
