@@ -62,6 +62,8 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     "matplotlib_animations": False,
     "plot_gallery": "True",
+    # The computation-times pages load DataTables and jQuery from a CDN.
+    "write_computation_times": False,
 }
 
 warnings.filterwarnings(
