@@ -220,3 +220,6 @@ fig.suptitle(
 )
 fig.tight_layout()
 plt.show()
+
+# Leave scikit-learn's global configuration as it was.
+sklearn.set_config(enable_metadata_routing=False)

@@ -362,3 +362,17 @@ def test_warn_if_unscaled_rules():
         assert warn_if_unscaled("M", feature_scale=1e-3)
     with pytest.warns(UserWarning):
         assert warn_if_unscaled("M", row_norm=500.0, n_features=10)
+
+
+def test_split_epsilon_composes_to_the_total():
+    from skdp.privacy import GaussianDpEvent, calibrate_noise_multiplier, split_epsilon
+
+    eps = split_epsilon(1.0, 1e-6, [0.05, 0.25, 0.7])
+    assert all(0 < e < 1.0 for e in eps)
+    zs = [calibrate_noise_multiplier(GaussianDpEvent, e, 1e-6) for e in eps]
+    total = certify_epsilon(ComposedDpEvent([GaussianDpEvent(z) for z in zs]), 1e-6)
+    assert 0.999 <= total <= 1.0 + 1e-9
+    assert sum(eps) > 1.2  # the shares are of mu**2, not of epsilon
+    assert split_epsilon(np.inf, 1e-6, [1, 1]) == [np.inf, np.inf]
+    with pytest.raises(ValueError):
+        split_epsilon(1.0, 1e-6, [-1, 2])
