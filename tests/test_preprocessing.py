@@ -379,3 +379,42 @@ def test_bound_quantile_utility_coupled_runs_sensitivity():
             worst = max(worst, np.max(np.abs(utility(X2, q) - base)))
     assert worst <= 1.0 + 1e-9
     assert worst >= 0.999
+
+
+# --- empirical audit: neighbouring datasets, many fits --------------------------------
+
+
+def _audit_scaler(epsilon, factor, runs=600):
+    from skdp.privacy._mechanisms import _scaled_noise
+    from skdp.privacy.audit import epsilon_lower_bound
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, size=(40, 1))
+    X_out, X_in = X.copy(), X.copy()
+    X_out[0], X_in[0] = 0.0, 1.0  # the canary row at either end of the bounds
+    delta = 1e-5
+    scores = []
+    with _scaled_noise(factor):
+        for data in (X_out, X_in):
+            scores.append(
+                [
+                    StandardScaler(
+                        bounds=(0, 1),
+                        with_std=False,
+                        epsilon=epsilon,
+                        delta=delta,
+                        random_state=s,
+                    )
+                    .fit(data)
+                    .mean_[0]
+                    for s in range(runs)
+                ]
+            )
+    threshold = 0.5 * (X_out.mean() + X_in.mean())
+    return epsilon_lower_bound(scores[0], scores[1], threshold, +1, delta=delta)
+
+
+def test_audit_of_the_private_mean_stays_below_epsilon_and_catches_less_noise():
+    assert _audit_scaler(2.0, 1.0) <= 2.0
+    # Negative control: a tenth of the noise is detected as a privacy violation.
+    assert _audit_scaler(2.0, 0.1) > 2.0
