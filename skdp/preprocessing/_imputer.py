@@ -95,7 +95,7 @@ class SimpleImputer(
         Fill value source.
     fill_value : float, default=0.0
         Fill value of ``strategy="constant"``.
-    bounds : tuple (lower, upper) or None, default=None
+    bounds : tuple (lower, upper), array of shape (2, n_features) or None, default=None
         Public range of each column; required by ``strategy="mean"``.
     epsilon : float, default=1.0
         Budget of the private mean (unused by ``"constant"``).
@@ -145,7 +145,7 @@ class SimpleImputer(
         **PrivateTransformerMixin._privacy_parameter_constraints,
         "strategy": [StrOptions({"mean", "constant"})],
         "fill_value": [Real],
-        "bounds": [tuple, list, None],
+        "bounds": [tuple, list, "array-like", None],
     }
 
     def __init__(

@@ -36,7 +36,7 @@ class MinMaxScaler(
 
     Parameters
     ----------
-    bounds : tuple (lower, upper) or None, default=None
+    bounds : tuple (lower, upper), array of shape (2, n_features) or None, default=None
         Public range of each column (scalars or arrays of shape
         ``(n_features,)``). ``None`` estimates it privately.
     feature_range : tuple (min, max), default=(0, 1)
@@ -96,7 +96,7 @@ class MinMaxScaler(
 
     _parameter_constraints = {
         **PrivateTransformerMixin._privacy_parameter_constraints,
-        "bounds": [tuple, list, None],
+        "bounds": [tuple, list, "array-like", None],
         "feature_range": [tuple],
         "clip": ["boolean"],
     }

@@ -43,7 +43,7 @@ class StandardScaler(
 
     Parameters
     ----------
-    bounds : tuple (lower, upper) or None, default=None
+    bounds : tuple (lower, upper), array of shape (2, n_features) or None, default=None
         Public range of each column: scalars or arrays of shape
         ``(n_features,)`` (the name diffprivlib uses). Values outside are
         clipped before the statistics are computed. ``None`` estimates them
@@ -139,7 +139,7 @@ class StandardScaler(
 
     _parameter_constraints = {
         **PrivateTransformerMixin._privacy_parameter_constraints,
-        "bounds": [tuple, list, None],
+        "bounds": [tuple, list, "array-like", None],
         "with_mean": ["boolean"],
         "with_std": ["boolean"],
         "clip": ["boolean"],
