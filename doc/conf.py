@@ -5,6 +5,7 @@ import sys
 import warnings
 
 sys.path.insert(0, os.path.abspath(".."))
+sys.path.insert(0, os.path.abspath("_ext"))
 
 import skdp  # noqa: E402
 
@@ -17,7 +18,7 @@ version = release
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
-    "sphinx.ext.mathjax",
+    "plain_math",  # formulas as LaTeX source: no MathJax from a CDN
     "sphinx.ext.viewcode",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
@@ -27,6 +28,7 @@ extensions = [
 templates_path = ["_templates"]
 exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py.md5"]
 autosummary_generate = True
+html_math_renderer = "plain_math"
 # scikit-learn's generated metadata-routing setters and mixin methods point to
 # sklearn's own docs, which an offline build cannot link.
 autodoc_default_options = {
@@ -43,7 +45,8 @@ numpydoc_xref_param_type = False
 
 html_theme = "pydata_sphinx_theme"
 html_title = "skdp"
-html_static_path = ["_static"]
+# No html_static_path: git does not keep an empty _static folder, and a
+# missing one is a warning (an error under -W) on a fresh clone.
 html_theme_options = {
     "navigation_with_keys": False,
     "show_prev_next": False,
@@ -59,6 +62,8 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     "matplotlib_animations": False,
     "plot_gallery": "True",
+    # The computation-times pages load DataTables and jQuery from a CDN.
+    "write_computation_times": False,
 }
 
 warnings.filterwarnings(

@@ -7,6 +7,7 @@ from .linear_model import (
     HeavyTailedLinearRegression,
     HeavyTailedLogisticRegression,
 )
+from .pipeline import check_pipeline
 from .privacy import BudgetExceededError, PrivacyAccountant
 
 __version__ = "0.1.0.dev0"
@@ -19,4 +20,5 @@ __all__ = [
     "MinimaxFairClassifier",
     "PrivacyAccountant",
     "PrivacyLeakWarning",
+    "check_pipeline",
 ]

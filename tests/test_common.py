@@ -8,7 +8,11 @@ from skdp import (
     HeavyTailedLogisticRegression,
     MinimaxFairClassifier,
 )
-from skdp.utils._estimator_checks import expected_failed_checks, public_estimators
+from skdp.utils._estimator_checks import (
+    expected_failed_checks,
+    public_estimators,
+    public_transformers,
+)
 
 
 @parametrize_with_checks(
@@ -38,4 +42,13 @@ def test_sklearn_compatible_with_private_centring(estimator, check):
     expected_failed_checks=expected_failed_checks,
 )
 def test_sklearn_compatible_risk_estimate_tuning(estimator, check):
+    check(estimator)
+
+
+# skdp.preprocessing: every transformer, with the parameters its checks need
+# (declared categories for the encoder; the default bounds=None elsewhere).
+@parametrize_with_checks(
+    public_transformers(), expected_failed_checks=expected_failed_checks
+)
+def test_sklearn_compatible_transformers(estimator, check):
     check(estimator)

@@ -25,6 +25,7 @@ from ..solvers.bilevel_ridge import (
 )
 from ..solvers.bilevel_ridge_risk import plan_risk_estimate, risk_estimate_ridge
 from ..utils import clip_rows, clip_targets, safe_row_norms
+from ..utils._scale_checks import warn_if_unscaled
 
 __all__ = ["BilevelRidge"]
 
@@ -592,6 +593,9 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         """Fitted attributes shared by both upper levels, in original units."""
         a2 = feature_norm**2
         self.feature_norm_ = float(feature_norm)
+        # Post-processing of the released (or public) norm bound: no privacy cost.
+        d = self.n_features_in_
+        warn_if_unscaled("BilevelRidge", row_norm=feature_norm, n_features=d)
         self.target_bound_ = float(target_bound)
         self.coef_ = result.coef * (target_bound / feature_norm)
         self.intercept_ = float(result.intercept * target_bound)

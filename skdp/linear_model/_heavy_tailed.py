@@ -41,6 +41,7 @@ from ..solvers.heavy_tailed_onepass import (
     paper_onepass_parameters,
 )
 from ..utils import clip_rows, safe_row_norms
+from ..utils._scale_checks import warn_if_unscaled
 
 __all__ = ["HeavyTailedLinearRegression", "HeavyTailedLogisticRegression"]
 
@@ -366,6 +367,9 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         self.clip_thresholds_ = pick("clip_thresholds")
         self.step_sizes_ = pick("step_sizes")
         self.feature_scale_ = pick("feature_scale")
+        # Post-processing of the released scale: raw units warn, at no privacy cost.
+        s = np.ravel(self.feature_scale_)[0]
+        warn_if_unscaled(type(self).__name__, feature_scale=s, stacklevel=4)
         if self.solver == "known_lipschitz":
             self.truncation_threshold_ = pick("truncation_threshold")
 

@@ -59,6 +59,8 @@ from ._mechanisms import (
     private_row_mean,
     reachable_quantile_level,
 )
+from ._spent import spent
+from ._split import split_epsilon
 
 __all__ = [
     "BudgetExceededError",
@@ -94,4 +96,6 @@ __all__ = [
     "private_quantile",
     "reachable_quantile_level",
     "private_quantile_event",
+    "spent",
+    "split_epsilon",
 ]

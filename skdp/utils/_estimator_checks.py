@@ -9,7 +9,7 @@ import inspect
 
 from sklearn.base import BaseEstimator
 
-__all__ = ["expected_failed_checks", "public_estimators"]
+__all__ = ["expected_failed_checks", "public_estimators", "public_transformers"]
 
 # {estimator class name: {check name: reason}}
 _EXPECTED_FAILED_CHECKS = {}
@@ -55,4 +55,33 @@ def public_estimators():
         obj = getattr(skdp, name)
         if inspect.isclass(obj) and issubclass(obj, BaseEstimator):
             out.append(obj())
+    return out
+
+
+def public_transformers():
+    """Instances of every transformer in ``skdp.preprocessing`` for the checks.
+
+    The encoder gets declared categories (it refuses to infer them); the
+    others keep their defaults, ``bounds=None`` included (private bounds).
+
+    Returns
+    -------
+    list of estimator instances
+
+    Examples
+    --------
+    >>> len(public_transformers()) >= 4
+    True
+    """
+    from skdp import preprocessing
+
+    out = []
+    for name in preprocessing.__all__:
+        cls = getattr(preprocessing, name)
+        if name == "OneHotEncoder":
+            out.append(cls(categories=[[-1.0, 0.0, 1.0, 2.0]]))
+        else:
+            out.append(cls())
+        if name == "SimpleImputer":
+            out.append(cls(strategy="mean", bounds=(-10, 10)))
     return out

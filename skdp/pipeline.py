@@ -1,0 +1,191 @@
+"""Find the steps of a pipeline that learn from the private data without privacy."""
+
+from collections import namedtuple
+
+import numpy as np
+from sklearn.base import is_classifier, is_regressor
+from sklearn.utils import get_tags
+
+from .utils._pipeline_walk import iter_leaf_steps
+
+__all__ = ["check_pipeline", "LeakingStep"]
+
+LeakingStep = namedtuple("LeakingStep", ["path", "step", "reason", "replacement"])
+LeakingStep.__doc__ = """A step of a pipeline that learns from the private data without privacy.
+
+Attributes
+----------
+path : str
+    Where the step sits (``"outer__inner"`` as in ``get_params``).
+step : estimator
+    The step itself.
+reason : str
+    What it publishes.
+replacement : str
+    What to use instead.
+"""
+
+_SCALE = "skdp.preprocessing.StandardScaler(bounds=(lower, upper))"
+_MINMAX = "skdp.preprocessing.MinMaxScaler(bounds=(lower, upper))"
+_ONE_HOT = (
+    "skdp.preprocessing.OneHotEncoder(categories=[...]) (or scikit-learn's with "
+    'declared categories and handle_unknown="ignore")'
+)
+_IMPUTE = (
+    'skdp.preprocessing.SimpleImputer(strategy="constant") or '
+    'SimpleImputer(strategy="mean", bounds=(lower, upper))'
+)
+_NONE_PROJECTION = (
+    "none in skdp yet: drop the step, or fit it on public data and freeze it"
+)
+_NONE_SELECTION = (
+    "select columns from public knowledge (a ColumnTransformer's column list)"
+)
+
+#: scikit-learn class name -> (what it publishes, private replacement)
+_KNOWN = {
+    "StandardScaler": ("exact per-column means and variances", _SCALE),
+    "RobustScaler": ("exact per-column medians and quartiles", _SCALE),
+    "MaxAbsScaler": ("each column's exact largest absolute value", _MINMAX),
+    "MinMaxScaler": ("each column's exact minimum and maximum", _MINMAX),
+    "QuantileTransformer": ("exact quantiles of every column", _MINMAX),
+    "PowerTransformer": ("parameters fitted to the exact data", _SCALE),
+    "KBinsDiscretizer": ("bin edges from the exact data", _MINMAX),
+    "SplineTransformer": ("knots from the exact data (unless declared)", _MINMAX),
+    "OneHotEncoder": ("every category that occurs, even once", _ONE_HOT),
+    "OrdinalEncoder": (
+        "every category that occurs, even once",
+        "declared categories=[...] with handle_unknown='use_encoded_value'",
+    ),
+    "TargetEncoder": ("exact per-category target means", _ONE_HOT),
+    "SimpleImputer": ("exact per-column means/medians/modes", _IMPUTE),
+    "KNNImputer": ("the training rows themselves", _IMPUTE),
+    "IterativeImputer": ("models fitted to the exact data", _IMPUTE),
+    "MissingIndicator": ("which columns have missing values", "features='all'"),
+    "PCA": ("exact principal directions of the data", _NONE_PROJECTION),
+    "IncrementalPCA": ("exact principal directions of the data", _NONE_PROJECTION),
+    "KernelPCA": ("the training rows and their kernel", _NONE_PROJECTION),
+    "TruncatedSVD": ("exact singular vectors of the data", _NONE_PROJECTION),
+    "SelectKBest": ("which columns score best on the exact data", _NONE_SELECTION),
+    "SelectPercentile": ("which columns score best on the exact data", _NONE_SELECTION),
+    "VarianceThreshold": ("which columns are constant in the data", _NONE_SELECTION),
+    "SelectFromModel": ("a model fitted to the exact data", _NONE_SELECTION),
+    "RFE": ("models fitted to the exact data", _NONE_SELECTION),
+    "RFECV": ("models fitted to the exact data", _NONE_SELECTION),
+}
+
+
+def _declared_encoder_problem(step):
+    """Why a scikit-learn encoder still learns from the data, or None."""
+    if isinstance(step.categories, str):  # "auto"
+        return "categories inferred from the data (every value that occurs)"
+    if getattr(step, "min_frequency", None) is not None or (
+        getattr(step, "max_categories", None) is not None
+    ):
+        return "category frequencies read from the data (min_frequency/max_categories)"
+    ok = {"OneHotEncoder": "ignore", "OrdinalEncoder": "use_encoded_value"}
+    if step.handle_unknown != ok[type(step).__name__]:
+        return (
+            f"handle_unknown={step.handle_unknown!r}: an undeclared value in the "
+            "private data raises an error, which reveals it"
+        )
+    return None
+
+
+def _diagnose(step):
+    """``(reason, replacement)`` if ``step`` learns without privacy, else None."""
+    module = type(step).__module__ or ""
+    name = type(step).__name__
+    if module == "skdp" or module.startswith("skdp."):
+        if np.isinf(getattr(step, "epsilon", 1.0)):
+            return (
+                "epsilon=inf: this skdp step runs without noise",
+                "a finite epsilon",
+            )
+        return None
+    if name in ("OneHotEncoder", "OrdinalEncoder") and hasattr(step, "categories"):
+        problem = _declared_encoder_problem(step)
+        return None if problem is None else (problem, _KNOWN[name][1])
+    if name == "SplineTransformer" and not isinstance(step.knots, str):
+        return None
+    if name == "MissingIndicator" and step.features == "all":
+        return None
+    if name == "PolynomialFeatures":
+        return None  # learns only the number of columns (public)
+    if name in _KNOWN:
+        return _KNOWN[name]
+    try:
+        stateless = not get_tags(step).requires_fit
+    except (AttributeError, TypeError, ValueError):
+        stateless = False
+    if stateless:
+        return None
+    if is_classifier(step):
+        replacement = "skdp.HeavyTailedLogisticRegression or skdp.MinimaxFairClassifier"
+    elif is_regressor(step):
+        replacement = "skdp.HeavyTailedLinearRegression or skdp.BilevelRidge"
+    else:
+        replacement = "an skdp step, or a step that learns nothing from the data"
+    return ("a model or statistics fitted to the exact data", replacement)
+
+
+def check_pipeline(estimator):
+    """List the steps of a pipeline that learn from the private data without privacy.
+
+    Recurses into :class:`~sklearn.pipeline.Pipeline`,
+    :class:`~sklearn.compose.ColumnTransformer` (its remainder included) and
+    :class:`~sklearn.pipeline.FeatureUnion`. A step is fine if it is an skdp
+    step with a finite ``epsilon``, or learns nothing but public facts:
+    stateless transformers (``FunctionTransformer``, ``Normalizer``, any step
+    whose tags say it needs no fit), encoders with declared categories
+    (scikit-learn's ``OneHotEncoder(categories=[...],
+    handle_unknown="ignore")``), ``PolynomialFeatures``, column selection,
+    ``"passthrough"`` and ``"drop"``. Everything else is listed, with what it
+    publishes and the private replacement: scikit-learn's scalers, encoders
+    that infer categories, imputers, PCA, feature selection, target encoders,
+    and any non-private model. Unknown steps are listed too (a check that
+    cannot see inside a step must not vouch for it).
+
+    Call it before fitting: it reads only the pipeline's parameters.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A pipeline, a column transformer, a feature union or a single step.
+
+    Returns
+    -------
+    leaks : list of LeakingStep
+        ``(path, step, reason, replacement)`` for each leaking step; empty if
+        none.
+
+    See Also
+    --------
+    skdp.privacy.spent : what a fitted pipeline spent in total.
+
+    References
+    ----------
+    - Dwork and Roth, "The algorithmic foundations of differential privacy", 2014.
+
+    Examples
+    --------
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import skdp
+    >>> from skdp.preprocessing import StandardScaler as PrivateScaler
+    >>> leaks = skdp.check_pipeline(
+    ...     make_pipeline(StandardScaler(), skdp.HeavyTailedLogisticRegression())
+    ... )
+    >>> [(leak.path, leak.replacement) for leak in leaks]
+    [('standardscaler', 'skdp.preprocessing.StandardScaler(bounds=(lower, upper))')]
+    >>> skdp.check_pipeline(
+    ...     make_pipeline(PrivateScaler(), skdp.HeavyTailedLogisticRegression())
+    ... )
+    []
+    """
+    leaks = []
+    for path, step in iter_leaf_steps(estimator):
+        found = _diagnose(step)
+        if found is not None:
+            leaks.append(LeakingStep(path, step, *found))
+    return leaks

@@ -1,0 +1,163 @@
+"""Per-column public bounds: check the declared ones, or estimate them privately.
+
+A scaler needs a public range ``[lower_j, upper_j]`` for every column: rows
+are clipped to it, so that the column's statistics have a known
+sensitivity. Declared bounds cost nothing. Bounds left to ``None`` are
+estimated by the exponential-mechanism quantile of :mod:`skdp.privacy`, two
+per column (a low and a high quantile), each a pure ``epsilon_q``-DP release.
+"""
+
+import math
+import warnings
+
+import numpy as np
+
+from ..privacy import (
+    ComposedDpEvent,
+    private_quantile,
+    private_quantile_event,
+    reachable_quantile_level,
+)
+
+__all__ = ["check_bounds", "bounds_event", "estimate_bounds", "QUANTILE_RANGE"]
+
+#: Public search range of the private bound quantiles, in ``asinh`` units:
+#: ``|x| <= 1e12``, cut into 2048 cells (relative resolution about 3%).
+QUANTILE_RANGE = (-math.asinh(1e12), math.asinh(1e12))
+
+#: Quantile level of the upper bound (the lower one is ``1 - level``) when
+#: ``n * epsilon_q`` allows it (see :func:`skdp.privacy.reachable_quantile_level`).
+TARGET_LEVEL = 0.995
+
+#: Below this reachable level, estimated bounds clip much of the data: warn.
+MIN_LEVEL = 0.9
+
+
+def check_bounds(bounds, n_features):
+    """Declared ``(lower, upper)`` as two float arrays of shape ``(n_features,)``.
+
+    Parameters
+    ----------
+    bounds : tuple (lower, upper)
+        Scalars or arrays of shape ``(n_features,)``, public.
+    n_features : int
+
+    Returns
+    -------
+    lower, upper : ndarray of shape (n_features,)
+
+    Raises
+    ------
+    ValueError
+        If the bounds are not finite, have the wrong length, or
+        ``lower >= upper`` somewhere. They are public: the error reveals
+        nothing about the data.
+    """
+    try:
+        lower, upper = bounds
+    except (TypeError, ValueError):
+        raise ValueError(
+            "bounds must be a pair (lower, upper) of scalars or per-column arrays."
+        ) from None
+    out = []
+    for name, b in (("lower", lower), ("upper", upper)):
+        b = np.asarray(b, dtype=float)
+        if b.ndim == 0:
+            b = np.full(n_features, float(b))
+        if b.shape != (n_features,):
+            raise ValueError(
+                f"bounds: {name} has shape {b.shape}, expected a scalar or "
+                f"({n_features},) for {n_features} features."
+            )
+        if not np.all(np.isfinite(b)):
+            raise ValueError(f"bounds: {name} must be finite.")
+        out.append(b)
+    if np.any(out[0] >= out[1]):
+        raise ValueError("bounds: every lower bound must be below its upper bound.")
+    return out[0], out[1]
+
+
+def quantile_epsilon(epsilon, share, n_features):
+    """Pure epsilon of each of the ``2 * n_features`` bound quantiles.
+
+    A public rule: ``share * epsilon`` split evenly (basic composition; the
+    accountant then composes the releases exactly, so this only chooses how
+    much noise, never what is certified).
+
+    Parameters
+    ----------
+    epsilon : float
+    share : float
+    n_features : int
+
+    Returns
+    -------
+    float
+    """
+    if math.isinf(epsilon):
+        return math.inf
+    return float(share) * float(epsilon) / (2 * max(int(n_features), 1))
+
+
+def bounds_event(epsilon_q, n_features):
+    """Event of :func:`estimate_bounds`: ``2 * n_features`` pure releases.
+
+    Parameters
+    ----------
+    epsilon_q : float
+    n_features : int
+
+    Returns
+    -------
+    DpEvent
+    """
+    return ComposedDpEvent([private_quantile_event(epsilon_q)] * (2 * n_features))
+
+
+def estimate_bounds(X, epsilon_q, rng):
+    """Private per-column ``(lower, upper)``: low and high quantiles of each column.
+
+    Each quantile is a release of :func:`skdp.privacy.private_quantile` on
+    ``asinh(x)`` (a public monotone map, so the quantile of ``asinh(x)`` is
+    ``asinh`` of the quantile of ``x``) over :data:`QUANTILE_RANGE`, at level
+    ``1 - q`` and ``q`` with ``q`` the highest level up to 0.995 that ``n``
+    rows at ``epsilon_q`` can locate (a public function of ``n`` and
+    ``epsilon_q``). A column whose two releases meet is widened by one cell
+    (post-processing).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    epsilon_q : float
+        Pure epsilon of each quantile.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    lower, upper : ndarray of shape (n_features,)
+    """
+    n, d = X.shape
+    level = reachable_quantile_level(n, epsilon_q, TARGET_LEVEL)
+    if level < MIN_LEVEL:
+        # A public rule of n and epsilon_q: the warning costs no privacy.
+        warnings.warn(
+            f"{n} rows at epsilon={epsilon_q:.3g} per quantile only locate the "
+            f"({1 - level:.2f}, {level:.2f}) quantiles of each column: the "
+            "private bounds will clip much of the data. Pass public bounds.",
+            UserWarning,
+            stacklevel=3,
+        )
+    cell = (QUANTILE_RANGE[1] - QUANTILE_RANGE[0]) / 2048
+    lower, upper = np.empty(d), np.empty(d)
+    with np.errstate(all="ignore"):
+        T = np.arcsinh(X)
+    for j in range(d):
+        lo = private_quantile(
+            T[:, j], 1.0 - level, epsilon_q, bounds=QUANTILE_RANGE, rng=rng
+        )
+        hi = private_quantile(T[:, j], level, epsilon_q, bounds=QUANTILE_RANGE, rng=rng)
+        if hi - lo < cell:
+            mid = 0.5 * (lo + hi)
+            lo, hi = mid - 0.5 * cell, mid + 0.5 * cell
+        lower[j], upper[j] = math.sinh(lo), math.sinh(hi)
+    return lower, upper

@@ -1,0 +1,378 @@
+"""One budget for a pipeline (skdp.privacy.spent), leak detection (check_pipeline), routing."""
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import sklearn
+from sklearn.compose import ColumnTransformer, make_column_selector
+from sklearn.decomposition import PCA
+from sklearn.feature_selection import SelectKBest
+from sklearn.impute import SimpleImputer as SkSimpleImputer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import cross_val_score
+from sklearn.pipeline import FeatureUnion, Pipeline, make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.preprocessing import OneHotEncoder as SkOneHotEncoder
+from sklearn.preprocessing import StandardScaler as SkStandardScaler
+
+import skdp
+from skdp import (
+    BudgetExceededError,
+    HeavyTailedLogisticRegression,
+    MinimaxFairClassifier,
+    PrivacyAccountant,
+    check_pipeline,
+)
+from skdp.preprocessing import (
+    MinMaxScaler,
+    OneHotEncoder,
+    SimpleImputer,
+    StandardScaler,
+    _standard_scaler,
+)
+from skdp.privacy import ComposedDpEvent, certify_epsilon, spent
+
+NUMERIC = ["age", "hours"]
+CATEGORICAL = ["sex", "work"]
+CATEGORIES = [["F", "M"], ["private", "public", "self"]]
+
+
+def _frame(n=3000, seed=0):
+    """A small Adult-like table: raw numeric units and string categories."""
+    rng = np.random.default_rng(seed)
+    sex = rng.choice(["F", "M"], size=n)
+    work = rng.choice(["private", "public", "self"], size=n, p=[0.7, 0.2, 0.1])
+    age = rng.integers(17, 91, size=n).astype(float)
+    hours = np.clip(rng.normal(40, 12, size=n), 1, 99)
+    logit = 0.05 * (age - 40) + 0.06 * (hours - 40) + 0.8 * (sex == "M") - 1.0
+    y = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(int)
+    X = pd.DataFrame({"age": age, "hours": hours, "sex": sex, "work": work})
+    return X, y, sex
+
+
+def _private_pipeline(acc=None, eps_scaler=0.3, model=None):
+    pre = ColumnTransformer(
+        [
+            (
+                "num",
+                StandardScaler(
+                    bounds=([17, 1], [90, 99]),
+                    epsilon=eps_scaler,
+                    accountant=acc,
+                    random_state=0,
+                ),
+                NUMERIC,
+            ),
+            ("cat", OneHotEncoder(categories=CATEGORIES, accountant=acc), CATEGORICAL),
+        ]
+    )
+    if model is None:
+        model = HeavyTailedLogisticRegression(
+            classes=[0, 1], epsilon=1.0, accountant=acc, random_state=0
+        )
+    return make_pipeline(pre, model)
+
+
+# --- check_pipeline --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "step, name",
+    [
+        (SkStandardScaler(), "standardscaler"),
+        (SkOneHotEncoder(), "onehotencoder"),
+        (SkSimpleImputer(), "simpleimputer"),
+        (PCA(n_components=2), "pca"),
+        (SelectKBest(k=2), "selectkbest"),
+    ],
+)
+def test_check_pipeline_flags_sklearn_steps_that_learn(step, name):
+    pipe = make_pipeline(
+        FunctionTransformer(np.log1p), step, HeavyTailedLogisticRegression()
+    )
+    leaks = check_pipeline(pipe)
+    assert [leak.path for leak in leaks] == [name]
+    assert leaks[0].step is step
+    assert leaks[0].reason and leaks[0].replacement
+
+
+def test_check_pipeline_recurses_and_names_replacements():
+    inner = ColumnTransformer(
+        [
+            ("num", SkStandardScaler(), NUMERIC),
+            ("cat", SkOneHotEncoder(), CATEGORICAL),
+        ],
+        remainder=SkSimpleImputer(),
+    )
+    union = FeatureUnion([("pca", PCA(1)), ("id", FunctionTransformer())])
+    pipe = Pipeline([("pre", inner), ("union", union), ("clf", LogisticRegression())])
+    leaks = {leak.path: leak.replacement for leak in check_pipeline(pipe)}
+    assert set(leaks) == {
+        "pre__num",
+        "pre__cat",
+        "pre__remainder",
+        "union__pca",
+        "clf",
+    }
+    assert leaks["pre__num"].startswith("skdp.preprocessing.StandardScaler")
+    assert leaks["pre__cat"].startswith("skdp.preprocessing.OneHotEncoder")
+    assert "SimpleImputer" in leaks["pre__remainder"]
+    assert "skdp." in leaks["clf"]
+
+
+def test_check_pipeline_passes_the_all_skdp_pipeline_and_public_steps():
+    assert check_pipeline(_private_pipeline()) == []
+    fair = _private_pipeline(model=MinimaxFairClassifier(classes=[0, 1]))
+    assert check_pipeline(fair) == []
+    public = ColumnTransformer(
+        [
+            ("log", FunctionTransformer(np.log1p), NUMERIC),
+            (
+                "cat",
+                SkOneHotEncoder(categories=CATEGORIES, handle_unknown="ignore"),
+                CATEGORICAL,
+            ),
+            ("sel", "passthrough", make_column_selector(dtype_include=np.number)),
+        ],
+        remainder="drop",
+    )
+    assert check_pipeline(make_pipeline(public, HeavyTailedLogisticRegression())) == []
+
+
+def test_check_pipeline_flags_declared_encoder_that_errors_and_inf_epsilon():
+    enc = SkOneHotEncoder(categories=CATEGORIES)  # handle_unknown="error"
+    leaks = check_pipeline(make_pipeline(enc, StandardScaler(epsilon=np.inf)))
+    assert [leak.path for leak in leaks] == ["onehotencoder", "standardscaler"]
+    assert "handle_unknown" in leaks[0].reason
+    assert "epsilon=inf" in leaks[1].reason
+
+
+# --- one budget: skdp.privacy.spent ---------------------------------------------------
+
+
+def test_three_steps_under_one_accountant_report_exactly_their_composition():
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.uniform(0, 10, 2000), rng.uniform(-1, 1, 2000)])
+    X[rng.random(X.shape) < 0.1] = np.nan
+    acc = PrivacyAccountant(epsilon=1.5, delta=1e-6)
+    pipe = make_pipeline(
+        SimpleImputer(
+            strategy="mean",
+            bounds=([0, -1], [10, 1]),
+            epsilon=0.5,
+            delta=1e-6,
+            accountant=acc,
+            random_state=0,
+        ),
+        StandardScaler(
+            bounds=([0, -1], [10, 1]),
+            epsilon=0.5,
+            delta=1e-6,
+            accountant=acc,
+            random_state=1,
+        ),
+        MinMaxScaler(epsilon=0.5, delta=1e-6, accountant=acc, random_state=2),
+    )
+    pipe.fit(X)
+    plans = [step.privacy_plan_ for step in pipe]
+    exact = certify_epsilon(ComposedDpEvent(plans), 1e-6)
+    eps, delta = spent(pipe)
+    assert delta == 1e-6
+    assert eps == pytest.approx(exact, rel=1e-9)
+    assert eps == pytest.approx(acc.spent_epsilon, rel=1e-12)
+    assert eps < sum(step.privacy_spent_[0] for step in pipe)  # not a sum of epsilons
+    # The same total without an accountant: read from the steps' own plans.
+    free = make_pipeline(
+        *[sklearn.clone(step).set_params(accountant=None) for step in pipe]
+    )
+    free.fit(X)
+    assert spent(free)[0] == pytest.approx(
+        certify_epsilon(ComposedDpEvent([s.privacy_plan_ for s in free]), 3e-6),
+        rel=1e-9,
+    )
+
+    # A fourth step that would overspend is refused before it reads the data.
+    calls = []
+    original = _standard_scaler.private_moments
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    Xt = pipe.transform(X)
+    before = list(acc.ledger)
+    fourth = StandardScaler(bounds=(-5, 5), epsilon=1.0, delta=1e-6, accountant=acc)
+    _standard_scaler.private_moments = spy
+    try:
+        with pytest.raises(BudgetExceededError, match="No data was used"):
+            fourth.fit(Xt)
+    finally:
+        _standard_scaler.private_moments = original
+    assert calls == []
+    assert acc.ledger == before
+    assert not hasattr(fourth, "mean_")
+    assert spent(pipe)[0] == pytest.approx(exact, rel=1e-9)
+
+
+def test_overspending_fourth_step_alone_is_refused_before_reading():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, size=(500, 2))
+    acc = PrivacyAccountant(epsilon=1.0, delta=1e-6)
+    steps = [
+        StandardScaler(bounds=(0, 1), epsilon=0.5, delta=1e-6, accountant=acc)
+        for _ in range(3)
+    ]
+    Xt = X
+    for step in steps:
+        Xt = step.fit_transform(Xt)
+    before = list(acc.ledger)
+    calls = []
+    original = _standard_scaler.private_moments
+    _standard_scaler.private_moments = lambda *a, **k: (
+        calls.append(1) or original(*a, **k)
+    )
+    try:
+        with pytest.raises(BudgetExceededError):
+            StandardScaler(bounds=(0, 1), epsilon=0.5, delta=1e-6, accountant=acc).fit(
+                Xt
+            )
+    finally:
+        _standard_scaler.private_moments = original
+    assert calls == []
+    assert acc.ledger == before
+
+
+def test_spent_of_a_column_transformer_pipeline_and_cross_validation():
+    X, y, _ = _frame()
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    pipe = _private_pipeline(acc, eps_scaler=0.3)
+    scores = cross_val_score(pipe, X, y, cv=3, error_score="raise")
+    assert scores.shape == (3,)
+    labels = [label for label, _ in acc.ledger]
+    # Every fold's every step is on the ledger.
+    assert labels.count("StandardScaler") == 3
+    assert labels.count("OneHotEncoder") == 3
+    assert labels.count("HeavyTailedLogisticRegression") == 3
+    pipe.fit(X, y)
+    eps, delta = spent(pipe)
+    assert delta == 1e-5
+    assert eps == pytest.approx(acc.spent_epsilon)
+    assert eps == pytest.approx(
+        certify_epsilon(ComposedDpEvent([e for _, e in acc.ledger]), 1e-5)
+    )
+
+
+def test_spent_is_infinite_with_a_leaking_step_and_needs_a_fit():
+    X, y, _ = _frame(n=500)
+    leaky = make_pipeline(
+        ColumnTransformer([("num", SkStandardScaler(), NUMERIC)], remainder="drop"),
+        HeavyTailedLogisticRegression(classes=[0, 1], random_state=0),
+    ).fit(X, y)
+    assert math.isinf(spent(leaky)[0])
+    with pytest.raises(sklearn.exceptions.NotFittedError):
+        spent(_private_pipeline())
+
+
+def test_spent_falls_back_to_basic_composition_for_estimators_without_plan():
+    X, y, _ = _frame(n=2000)
+    pipe = _private_pipeline().fit(X, y)
+    scaler = pipe[0].named_transformers_["num"]
+    model = pipe[-1]
+    eps, delta = spent(pipe)
+    assert delta == pytest.approx(scaler.privacy_spent_[1] + model.privacy_spent_[1])
+    assert eps == pytest.approx(
+        scaler.privacy_spent_[0] + model.privacy_spent_[0], rel=1e-6
+    )
+
+
+# --- routing ------------------------------------------------------------------------
+
+
+def test_sensitive_features_route_through_a_private_pipeline():
+    X, y, sex = _frame(n=1500)
+    acc = PrivacyAccountant(epsilon=3.0, delta=1e-5)
+    with sklearn.config_context(enable_metadata_routing=True):
+        clf = MinimaxFairClassifier(
+            groups=["F", "M"],
+            classes=[0, 1],
+            epsilon=1.0,
+            accountant=acc,
+            random_state=0,
+        ).set_fit_request(sensitive_features=True)
+        pipe = _private_pipeline(acc, model=clf)
+        pipe.fit(X, y, sensitive_features=sex)
+        assert list(pipe[-1].groups_) == ["F", "M"]
+        assert pipe.predict(X).shape == (1500,)
+    assert [label for label, _ in acc.ledger] == [
+        "StandardScaler",
+        "OneHotEncoder",
+        "MinimaxFairClassifier",
+    ]
+
+
+# --- raw units warn -------------------------------------------------------------------
+
+
+def test_heavy_tailed_warns_on_raw_units_not_on_standardized():
+    rng = np.random.default_rng(0)
+    n = 4000
+    Z = rng.normal(size=(n, 3))
+    y = (Z @ [1.0, -1.0, 0.5] + rng.logistic(size=n) > 0).astype(int)
+    raw = Z * [1.0, 1.0, 1e5] + [0, 0, 2e5]
+    with pytest.warns(UserWarning, match="skdp.preprocessing.StandardScaler"):
+        HeavyTailedLogisticRegression(classes=[0, 1], random_state=0).fit(raw, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        HeavyTailedLogisticRegression(classes=[0, 1], random_state=0).fit(Z, y)
+    pipe = make_pipeline(
+        StandardScaler(bounds=([-5, -5, -3e5], [5, 5, 7e5]), random_state=0),
+        HeavyTailedLogisticRegression(classes=[0, 1], random_state=0),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pipe.fit(raw, y)
+
+
+def test_bilevel_ridge_warns_on_raw_diabetes():
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True, scaled=False)
+    with pytest.warns(UserWarning, match="raw units"):
+        skdp.BilevelRidge(random_state=0).fit(X, y)
+    Xs, ys = load_diabetes(return_X_y=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        skdp.BilevelRidge(random_state=0).fit(Xs, ys)
+
+
+def test_warn_if_unscaled_rules():
+    from skdp.utils._scale_checks import warn_if_unscaled
+
+    with pytest.warns(UserWarning, match="100 times the median"):
+        assert warn_if_unscaled("M", column_scales=[1.0, 1.0, 100.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not warn_if_unscaled("M", column_scales=[1.0, 2.0, 20.0])
+        assert not warn_if_unscaled("M", feature_scale=1.0)
+        assert not warn_if_unscaled("M", row_norm=3.0, n_features=10)
+    with pytest.warns(UserWarning):
+        assert warn_if_unscaled("M", feature_scale=1e-3)
+    with pytest.warns(UserWarning):
+        assert warn_if_unscaled("M", row_norm=500.0, n_features=10)
+
+
+def test_split_epsilon_composes_to_the_total():
+    from skdp.privacy import GaussianDpEvent, calibrate_noise_multiplier, split_epsilon
+
+    eps = split_epsilon(1.0, 1e-6, [0.05, 0.25, 0.7])
+    assert all(0 < e < 1.0 for e in eps)
+    zs = [calibrate_noise_multiplier(GaussianDpEvent, e, 1e-6) for e in eps]
+    total = certify_epsilon(ComposedDpEvent([GaussianDpEvent(z) for z in zs]), 1e-6)
+    assert 0.999 <= total <= 1.0 + 1e-9
+    assert sum(eps) > 1.2  # the shares are of mu**2, not of epsilon
+    assert split_epsilon(np.inf, 1e-6, [1, 1]) == [np.inf, np.inf]
+    with pytest.raises(ValueError):
+        split_epsilon(1.0, 1e-6, [-1, 2])
