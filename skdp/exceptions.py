@@ -19,4 +19,19 @@ class PrivacyLeakWarning(UserWarning):
 
     Filter it like any warning, for example
     ``warnings.simplefilter("error", PrivacyLeakWarning)`` to refuse such fits.
+
+    References
+    ----------
+    .. [1] C. Dwork and A. Roth, "The Algorithmic Foundations of Differential
+       Privacy", Foundations and Trends in Theoretical Computer Science 9, 2014
+       (Sec. 2.3: a mechanism's output is everything it publishes).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from skdp import PrivacyLeakWarning
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", PrivacyLeakWarning)
+    ...     issubclass(PrivacyLeakWarning, UserWarning)
+    True
     """
