@@ -10,6 +10,7 @@ An estimator's ``fit`` reads like this::
     self._record_privacy(plan)                     # privacy_spent_
 """
 
+import functools
 from numbers import Real
 
 import numpy as np
@@ -25,7 +26,22 @@ class PrivateEstimatorMixin:
     """Mixin for DP estimators: parameters ``epsilon``, ``delta``, ``accountant``, ``random_state``.
 
     Neighbouring datasets differ by replacing one record; ``n`` is public.
+
+    Every ``fit``, ``partial_fit`` and ``fit_transform`` that a subclass defines
+    runs under ``np.errstate(all="ignore")``: a floating-point warning that one
+    record raises and its neighbour does not (an overflow in input validation,
+    a subnormal norm) would be a release outside the privacy plan. The shared
+    helpers (:func:`skdp.utils.safe_row_norms`, :func:`skdp.utils.clip_rows`)
+    also compute their values so that none is discarded; this guard covers
+    every other operation, including scikit-learn's input validation.
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in ("fit", "partial_fit", "fit_transform"):
+            method = cls.__dict__.get(name)
+            if method is not None and not getattr(method, "_skdp_silent", False):
+                setattr(cls, name, _silent_floating_point(method))
 
     _privacy_parameter_constraints = {
         "epsilon": [Interval(Real, 0, None, closed="right")],  # np.inf allowed
@@ -82,3 +98,15 @@ class PrivateEstimatorMixin:
             return
         eps = certify_epsilon(plan, self.delta_) if self.delta_ > 0 else np.inf
         self.privacy_spent_ = (float(eps), float(self.delta_))
+
+
+def _silent_floating_point(method):
+    """Run ``method`` with all numpy floating-point warnings silenced."""
+
+    @functools.wraps(method)
+    def silent(self, *args, **kwargs):
+        with np.errstate(all="ignore"):
+            return method(self, *args, **kwargs)
+
+    silent._skdp_silent = True
+    return silent

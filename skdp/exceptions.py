@@ -16,4 +16,24 @@ class PrivacyLeakWarning(UserWarning):
 
     Filter it like any warning, for example
     ``warnings.simplefilter("error", PrivacyLeakWarning)`` to refuse such fits.
+
+    References
+    ----------
+    .. [1] C. Dwork and A. Roth, "The Algorithmic Foundations of Differential
+       Privacy", Foundations and Trends in Theoretical Computer Science, 2014
+       (Sec. 2.3: everything released, including the structure of the output,
+       is covered by the guarantee only if the mechanism produces it).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from skdp import HeavyTailedLogisticRegression, PrivacyLeakWarning
+    >>> X, y = np.random.default_rng(0).normal(size=(200, 2)), np.arange(200) % 2
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = HeavyTailedLogisticRegression(random_state=0).fit(X, y)
+    >>> [str(w.message).split(":")[0] for w in caught
+    ...  if issubclass(w.category, PrivacyLeakWarning)]
+    ['HeavyTailedLogisticRegression read its classes from the private data']
     """

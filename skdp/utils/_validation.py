@@ -12,6 +12,7 @@ import numpy as np
 __all__ = [
     "safe_row_norms",
     "clip_rows",
+    "clip_factors",
     "clip_targets",
     "resolve_delta",
     "check_generator",
@@ -39,18 +40,28 @@ def safe_row_norms(X):
     X = np.asarray(X, dtype=float)
     if X.ndim == 1:
         X = X[:, None]
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+    # Private rows: every operation below is silent (a warning raised by one
+    # record and not by its neighbour would be a release), and its value is
+    # kept, never discarded.
+    with np.errstate(all="ignore"):
         norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-    # Only rows whose squares may have overflowed or underflowed need
-    # rescaling; keep the one-pass result for the rest.
-    redo = ~np.isfinite(norms) | (norms > 1e150) | (norms < 1e-150)
-    if np.any(redo):
-        R = X[redo]
-        scale = np.max(np.abs(R), axis=1)
-        safe = np.where((scale > 0) & np.isfinite(scale), scale, 1.0)
-        Rs = R / safe[:, None]
-        norms[redo] = safe * np.sqrt(np.einsum("ij,ij->i", Rs, Rs))
+        # Only rows whose squares may have overflowed or underflowed need
+        # rescaling; keep the one-pass result for the rest.
+        redo = ~np.isfinite(norms) | (norms > 1e150) | (norms < 1e-150)
+        if np.any(redo):
+            R = X[redo]
+            scale = _row_scales(R)
+            Rs = R / scale[:, None]  # entries in [-1, 1]; tiny ones may flush to 0
+            # sqrt(...) is in [1, sqrt(d)]: the product overflows to inf only
+            # when the true norm exceeds the largest float (correctly rounded).
+            norms[redo] = scale * np.sqrt(np.einsum("ij,ij->i", Rs, Rs))
     return norms
+
+
+def _row_scales(R):
+    """Largest ``|entry|`` of each row, ``1`` for zero rows (a safe divisor)."""
+    scale = np.max(np.abs(R), axis=1) if R.shape[1] else np.zeros(R.shape[0])
+    return np.where((scale > 0) & np.isfinite(scale), scale, 1.0)
 
 
 def clip_rows(X, max_norm, row_norms=None):
@@ -81,11 +92,61 @@ def clip_rows(X, max_norm, row_norms=None):
         raise ValueError(f"max_norm must be non-negative, got {max_norm!r}.")
     if np.isinf(max_norm):
         return X
-    norms = safe_row_norms(X) if row_norms is None else row_norms
-    with np.errstate(divide="ignore", invalid="ignore"):
-        factor = np.where(norms > max_norm, max_norm / norms, 1.0)
-    X *= factor[:, None]
+    norms = safe_row_norms(X) if row_norms is None else np.asarray(row_norms)
+    over = norms > max_norm
+    if not np.any(over):
+        return X
+    with np.errstate(all="ignore"):
+        R = X[over]
+        factor = max_norm / norms[over]
+        # One multiplication for ordinary rows; a norm above the largest float
+        # (inf) or a factor below the normal range would lose the row's
+        # direction, so those rows are clipped in rescaled form instead.
+        simple = np.isfinite(norms[over]) & (factor >= np.finfo(float).tiny)
+        R[simple] *= factor[simple][:, None]
+        if not np.all(simple):
+            R[~simple] = _clip_rescaled(R[~simple], max_norm)
+        X[over] = R
     return X
+
+
+def clip_factors(norms, max_norm):
+    """Per-row clip factors ``min(1, max_norm / norm)``, computed silently.
+
+    A norm of ``inf`` (above the largest float) gives ``0``, a zero norm gives
+    ``1``; only the factors that are used are computed, so no value is
+    computed and then discarded.
+
+    Parameters
+    ----------
+    norms : ndarray of shape (n,)
+    max_norm : float
+        Public bound.
+
+    Returns
+    -------
+    factors : ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> clip_factors(np.array([0.0, 0.5, 4.0, np.inf]), 2.0)
+    array([1. , 1. , 0.5, 0. ])
+    """
+    norms = np.asarray(norms, dtype=float)
+    factors = np.ones(norms.shape)
+    over = norms > max_norm
+    with np.errstate(all="ignore"):
+        factors[over] = max_norm / norms[over]
+    return factors
+
+
+def _clip_rescaled(R, max_norm):
+    """Rows ``R`` scaled to norm ``max_norm`` through ``R / max|R|`` (no overflow)."""
+    with np.errstate(all="ignore"):
+        Rs = R / _row_scales(R)[:, None]
+        unit_norms = np.sqrt(np.einsum("ij,ij->i", Rs, Rs))  # in [1, sqrt(d)]
+        return Rs * (max_norm / unit_norms)[:, None]
 
 
 def clip_targets(y, bound):
