@@ -1,5 +1,7 @@
 """Warnings and errors of skdp's own, so that users can filter them by class."""
 
+import warnings
+
 from .privacy._accountant import BudgetExceededError
 
 __all__ = ["BudgetExceededError", "PrivacyLeakWarning"]
@@ -37,3 +39,41 @@ class PrivacyLeakWarning(UserWarning):
     ...  if issubclass(w.category, PrivacyLeakWarning)]
     ['HeavyTailedLogisticRegression read its classes from the private data']
     """
+
+
+def warn_inferred_set(owner, what, argument, consequences, stacklevel=3):
+    """Emit :class:`PrivacyLeakWarning` for a set read from private data.
+
+    The warning depends only on the estimator's parameters (a set was not
+    declared), never on the data, so emitting it is not itself a release.
+
+    Parameters
+    ----------
+    owner : str
+        Name of the estimator or transformer.
+    what : str
+        The set, e.g. ``"classes"``.
+    argument : str
+        The argument that declares it, e.g. ``"classes=[...]"``.
+    consequences : str
+        What else depends on the set.
+    stacklevel : int, default=3
+        Passed to :func:`warnings.warn`.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_inferred_set("Est", "classes", "classes=[...]", "the output")
+    >>> caught[0].category.__name__
+    'PrivacyLeakWarning'
+    """
+    warnings.warn(
+        f"{owner} read its {what} from the private data: which {what} occur, "
+        f"and {consequences}, are released outside the privacy plan "
+        "(privacy_spent_ does not cover them). Declare the public set with "
+        f"{argument} to avoid this.",
+        PrivacyLeakWarning,
+        stacklevel=stacklevel,
+    )

@@ -33,7 +33,7 @@ from ..solvers.saddle_point import (
     solve_saddle_point,
 )
 from ..utils import clip_rows, safe_row_norms
-from ._groups import encode_groups, group_labels_of, normalise_label
+from ._groups import encode_groups, inferred_group_labels, normalise_label
 
 __all__ = ["MinimaxFairClassifier"]
 
@@ -375,7 +375,7 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         else:
             if declared is None:
                 # Inferred group set: reveals which groups occur (documented).
-                labels = group_labels_of(sensitive_features)
+                labels = inferred_group_labels(sensitive_features, type(self).__name__)
             else:
                 labels = [normalise_label(v) for v in declared]
                 if len(set(labels)) != len(labels):

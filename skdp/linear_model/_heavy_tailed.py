@@ -18,6 +18,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import PrivateEstimatorMixin
+from ..exceptions import warn_inferred_set
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
 from ..privacy import (
     ComposedDpEvent,
@@ -806,6 +807,14 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
 
     def _resolve_classes(self, y):
         if self.classes is None:
+            warn_inferred_set(
+                type(self).__name__,
+                "classes",
+                "classes=[...]",
+                "the number of one-vs-rest problems (and an error when y has "
+                "a single class)",
+                stacklevel=6,
+            )
             classes = np.unique(y)
             if classes.size < 2:
                 raise ValueError(
