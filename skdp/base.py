@@ -45,7 +45,9 @@ class PrivateEstimatorMixin:
 
     _privacy_parameter_constraints = {
         "epsilon": [Interval(Real, 0, None, closed="right")],  # np.inf allowed
-        "delta": [Interval(Real, 0, 1, closed="left"), None],
+        # Exactly what fits accept: Gaussian noise needs delta > 0. A None
+        # resolves to n ** -1.1, refused above 0.0794 (n < 10; resolve_delta).
+        "delta": [Interval(Real, 0, 1, closed="neither"), None],
         "accountant": [PrivacyAccountant, None],
         "random_state": ["random_state", np.random.Generator],
     }

@@ -173,13 +173,21 @@ def clip_targets(y, bound):
     return np.clip(np.asarray(y, dtype=float), -bound, bound)
 
 
+# A default delta = n ** -1.1 above this is no guarantee worth the name
+# (0.5 at n = 1, 0.47 at n = 2). The cap is n ** -1.1 at n = 10, the smallest
+# sample size scikit-learn's estimator checks fit, so defaults keep working
+# there; smaller data must state its delta.
+DEFAULT_DELTA_MIN_SAMPLES = 10
+DEFAULT_DELTA_CAP = DEFAULT_DELTA_MIN_SAMPLES**-1.1
+
+
 def resolve_delta(delta, n_samples, epsilon=np.inf):
     """The ``delta`` a fit uses: the user's, or ``n ** -1.1`` if ``None``.
 
     Parameters
     ----------
     delta : float or None
-        Constructor value, in [0, 1).
+        Constructor value, in (0, 1) (estimators validate this range).
     n_samples : int
         Public number of records.
     epsilon : float, default=inf
@@ -193,16 +201,31 @@ def resolve_delta(delta, n_samples, epsilon=np.inf):
     ------
     ValueError
         If ``delta == 0`` with finite ``epsilon`` (Gaussian noise needs
-        ``delta > 0``).
+        ``delta > 0``), or if ``delta`` is ``None``, ``epsilon`` is finite
+        and the default ``n ** -1.1`` would exceed :data:`DEFAULT_DELTA_CAP`
+        (``n_samples < 10``). ``n`` is public, so this refusal reveals
+        nothing; it is raised before any noise is drawn.
 
     Examples
     --------
     >>> round(resolve_delta(None, 1000), 8)
     0.00050119
+    >>> round(DEFAULT_DELTA_CAP, 4)
+    0.0794
     """
     n = max(int(n_samples), 1)
     if delta is None:
-        return float(n**-1.1) if n > 1 else 0.5
+        default = float(n**-1.1) if n > 1 else 0.5
+        if default > DEFAULT_DELTA_CAP * (1 + 1e-12) and not np.isinf(epsilon):
+            raise ValueError(
+                f"delta=None resolves to n_samples**-1.1 = {default:.3g} for "
+                f"n_samples = {n}, above {DEFAULT_DELTA_CAP:.3g}, the largest "
+                "default delta skdp accepts (a default needs n_samples >= "
+                f"{DEFAULT_DELTA_MIN_SAMPLES}): with such a delta the guarantee "
+                "may fail outright. Pass the delta you accept explicitly, far "
+                f"below 1/n_samples = {1.0 / n:.3g}, for example delta=1e-6."
+            )
+        return default
     delta = float(delta)
     if delta == 0 and not np.isinf(epsilon):
         raise ValueError(
