@@ -252,9 +252,10 @@ def check_generator(random_state, stream=None):
     Parameters
     ----------
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
-    stream : int or None, default=None
+    stream : int, tuple of int or None, default=None
         Index of the fit on a shared ledger
-        (:meth:`skdp.privacy.PrivacyAccountant.claim_stream`). With an index,
+        (:meth:`skdp.privacy.PrivacyAccountant.claim_stream`), or the clone
+        path of an estimator cloned without an accountant. With an index,
         the seed derived from ``random_state`` is spawned into an independent
         stream per index, so that clones with the same ``random_state`` (the
         folds of a cross-validation) do not reuse each other's noise.
@@ -285,7 +286,8 @@ def check_generator(random_state, stream=None):
         raise ValueError(f"Cannot build a random generator from {random_state!r}.")
     if stream is None:
         return np.random.default_rng(seed)
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(int(stream),)))
+    key = tuple(int(k) for k in stream) if isinstance(stream, tuple) else (int(stream),)
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
 
 
 def add_intercept_column(X, value=1.0):
