@@ -410,8 +410,9 @@ _COMMON_DOC = """
         Privacy budget, in ``(0, inf]``. ``inf`` runs the same code path
         without noise (clipping and truncation at the exact quantile 1, so
         nothing is clipped).
-    delta : float, default=None
-        ``None`` resolves to ``n_samples ** -1.1`` in ``delta_``.
+    delta : float in (0, 1), default=None
+        ``None`` resolves to ``n_samples ** -1.1`` in ``delta_``; refused
+        (before any noise) when that exceeds 0.079, i.e. ``n_samples < 10``.
     fit_intercept : bool, default=True
         Fit an intercept through a constant feature appended to every row
         (so it counts in row norms and clipping). Its value is the private
