@@ -176,7 +176,7 @@ def compare(before, after, path):
         "largest step noise, moves by the same tiny amount). Everything else "
         "(clipping, row norms, silenced floating point, per-clone streams, "
         "the delta cap at n < 10) leaves these fits bit-identical. Run: "
-        "before/after on the full size (n up to 100000), about 5 minutes each "
+        "before/after on the full size (n up to 100000), under 3 minutes each "
         "on the shared 2-core machine.",
         "",
         "| configuration | bit-identical | max relative difference |",
