@@ -137,6 +137,8 @@ def schedule_event(schedule, noise_multiplier, fixed_event=None):
     """
     event = schedule.event(noise_multiplier)
     # NISPP's public batch-size bound fails with a tiny probability (Poisson).
+    # The schedule does not know the solver, so NSEG is charged too: at most
+    # (1 + e^eps) * n_releases * 1e-20 in delta, a conservative no-op.
     fixed_event = _with_batch_failure(schedule, fixed_event)
     if fixed_event is None or isinstance(fixed_event, NoOpDpEvent):
         return event
