@@ -10,9 +10,11 @@ An estimator's ``fit`` reads like this::
     self._record_privacy(plan)                     # privacy_spent_
 """
 
+import functools
 from numbers import Real
 
 import numpy as np
+from sklearn.base import _clone_parametrized
 from sklearn.utils._param_validation import Interval
 
 from .privacy import BudgetExceededError, PrivacyAccountant, certify_epsilon
@@ -20,16 +22,67 @@ from .utils._validation import check_generator, resolve_delta
 
 __all__ = ["PrivateEstimatorMixin"]
 
+# First spawn-key entry of clone streams: keeps them apart from ledger streams
+# (spawn keys of length one) and from the parent's own stream (no spawn key).
+_CLONE_STREAM_TAG = 0x5EED_C10E
+
 
 class PrivateEstimatorMixin:
     """Mixin for DP estimators: parameters ``epsilon``, ``delta``, ``accountant``, ``random_state``.
 
     Neighbouring datasets differ by replacing one record; ``n`` is public.
+
+    Every ``fit``, ``partial_fit`` and ``fit_transform`` that a subclass defines
+    runs under ``np.errstate(all="ignore")``: a floating-point warning that one
+    record raises and its neighbour does not (an overflow in input validation,
+    a subnormal norm) would be a release outside the privacy plan. The shared
+    helpers (:func:`skdp.utils.safe_row_norms`, :func:`skdp.utils.clip_rows`)
+    also compute their values so that none is discarded; this guard covers
+    every other operation, including scikit-learn's input validation.
     """
+
+    def __sklearn_clone__(self):
+        """``clone`` that gives the copy its own random stream (see the module).
+
+        A clone that fits with the ``random_state`` it inherited (not set
+        again with ``set_params``) and without an accountant mixes its clone
+        index into the seed, so the folds of ``cross_val_score`` or
+        ``GridSearchCV`` cannot draw the same noise on overlapping data.
+        """
+        new = _clone_parametrized(self)
+        index = getattr(self, "_skdp_clones", 0)
+        self._skdp_clones = index + 1
+        new._skdp_clone_path = getattr(self, "_skdp_clone_path", ()) + (index,)
+        return new
+
+    def set_params(self, **params):
+        """Set parameters; an explicit ``random_state`` ends stream inheritance.
+
+        Parameters
+        ----------
+        **params : dict
+            Estimator parameters.
+
+        Returns
+        -------
+        self : estimator instance
+        """
+        if "random_state" in params:
+            self.__dict__.pop("_skdp_clone_path", None)
+        return super().set_params(**params)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in ("fit", "partial_fit", "fit_transform"):
+            method = cls.__dict__.get(name)
+            if method is not None and not getattr(method, "_skdp_silent", False):
+                setattr(cls, name, _silent_floating_point(method))
 
     _privacy_parameter_constraints = {
         "epsilon": [Interval(Real, 0, None, closed="right")],  # np.inf allowed
-        "delta": [Interval(Real, 0, 1, closed="left"), None],
+        # Exactly what fits accept: Gaussian noise needs delta > 0. A None
+        # resolves to n ** -1.1, refused above 0.0794 (n < 10; resolve_delta).
+        "delta": [Interval(Real, 0, 1, closed="neither"), None],
         "accountant": [PrivacyAccountant, None],
         "random_state": ["random_state", np.random.Generator],
     }
@@ -50,7 +103,13 @@ class PrivateEstimatorMixin:
         self.delta_ = resolve_delta(self.delta, n_samples, self.epsilon)
         # Clones share the accountant but copy random_state: give each fit on
         # the ledger its own stream, or CV folds would reuse the same noise.
-        stream = None if self.accountant is None else self.accountant.claim_stream()
+        # Without an accountant, a clone that kept its parent's random_state
+        # uses its clone path (public, deterministic) for the same purpose.
+        if self.accountant is not None:
+            stream = self.accountant.claim_stream()
+        else:
+            path = getattr(self, "_skdp_clone_path", None)
+            stream = None if path is None else (_CLONE_STREAM_TAG, *path)
         return self.delta_, check_generator(self.random_state, stream)
 
     def _spend(self, plan):
@@ -82,3 +141,15 @@ class PrivateEstimatorMixin:
             return
         eps = certify_epsilon(plan, self.delta_) if self.delta_ > 0 else np.inf
         self.privacy_spent_ = (float(eps), float(self.delta_))
+
+
+def _silent_floating_point(method):
+    """Run ``method`` with all numpy floating-point warnings silenced."""
+
+    @functools.wraps(method)
+    def silent(self, *args, **kwargs):
+        with np.errstate(all="ignore"):
+            return method(self, *args, **kwargs)
+
+    silent._skdp_silent = True
+    return silent

@@ -5,7 +5,9 @@ module (``utils`` included) can raise these. ``BudgetExceededError`` lives with
 the accountant in :mod:`skdp.privacy`.
 """
 
-__all__ = ["PrivacyLeakWarning"]
+import warnings
+
+__all__ = ["PrivacyLeakWarning", "warn_inferred_set"]
 
 
 class PrivacyLeakWarning(UserWarning):
@@ -23,15 +25,58 @@ class PrivacyLeakWarning(UserWarning):
     References
     ----------
     .. [1] C. Dwork and A. Roth, "The Algorithmic Foundations of Differential
-       Privacy", Foundations and Trends in Theoretical Computer Science 9, 2014
-       (Sec. 2.3: a mechanism's output is everything it publishes).
+       Privacy", Foundations and Trends in Theoretical Computer Science, 2014
+       (Sec. 2.3: everything released, including the structure of the output,
+       is covered by the guarantee only if the mechanism produces it).
 
     Examples
     --------
     >>> import warnings
-    >>> from skdp import PrivacyLeakWarning
-    >>> with warnings.catch_warnings():
-    ...     warnings.simplefilter("error", PrivacyLeakWarning)
-    ...     issubclass(PrivacyLeakWarning, UserWarning)
-    True
+    >>> import numpy as np
+    >>> from skdp import HeavyTailedLogisticRegression, PrivacyLeakWarning
+    >>> X, y = np.random.default_rng(0).normal(size=(200, 2)), np.arange(200) % 2
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = HeavyTailedLogisticRegression(random_state=0).fit(X, y)
+    >>> [str(w.message).split(":")[0] for w in caught
+    ...  if issubclass(w.category, PrivacyLeakWarning)]
+    ['HeavyTailedLogisticRegression read its classes from the private data']
     """
+
+
+def warn_inferred_set(owner, what, argument, consequences, stacklevel=3):
+    """Emit :class:`PrivacyLeakWarning` for a set read from private data.
+
+    The warning depends only on the estimator's parameters (a set was not
+    declared), never on the data, so emitting it is not itself a release.
+
+    Parameters
+    ----------
+    owner : str
+        Name of the estimator or transformer.
+    what : str
+        The set, e.g. ``"classes"``.
+    argument : str
+        The argument that declares it, e.g. ``"classes=[...]"``.
+    consequences : str
+        What else depends on the set.
+    stacklevel : int, default=3
+        Passed to :func:`warnings.warn`.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_inferred_set("Est", "classes", "classes=[...]", "the output")
+    >>> caught[0].category.__name__
+    'PrivacyLeakWarning'
+    """
+    warnings.warn(
+        f"{owner} read its {what} from the private data: which {what} occur, "
+        f"and {consequences}, are released outside the privacy plan "
+        "(privacy_spent_ does not cover them). Declare the public set with "
+        f"{argument} to avoid this.",
+        PrivacyLeakWarning,
+        stacklevel=stacklevel,
+    )

@@ -92,7 +92,7 @@ class _GLMLoss:
             return s
         if row_norms is None:
             row_norms = safe_row_norms(X)
-        with np.errstate(divide="ignore"):
+        with np.errstate(all="ignore"):
             cap = np.where(row_norms > 0, clip_norm / row_norms, np.inf)
         return np.clip(s, -cap, cap)
 

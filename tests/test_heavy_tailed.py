@@ -286,7 +286,10 @@ def test_input_validation(Est):
 
 
 def test_single_row_and_single_class():
-    HeavyTailedLinearRegression(random_state=0).fit([[1.0, 2.0]], [3.0])
+    # One row needs an explicit delta (the default n ** -1.1 = 0.5 is refused).
+    HeavyTailedLinearRegression(random_state=0, delta=1e-6).fit([[1.0, 2.0]], [3.0])
+    with pytest.raises(ValueError, match="delta=None"):
+        HeavyTailedLinearRegression(random_state=0).fit([[1.0, 2.0]], [3.0])
     X, y, _ = _binary(50)
     with pytest.raises(ValueError, match="classes="):
         HeavyTailedLogisticRegression().fit(X, np.ones(50))

@@ -2,7 +2,14 @@
 
 import numpy as np
 
-__all__ = ["group_labels_of", "encode_groups", "normalise_label"]
+from ..exceptions import warn_inferred_set
+
+__all__ = [
+    "group_labels_of",
+    "inferred_group_labels",
+    "encode_groups",
+    "normalise_label",
+]
 
 
 def _as_label_array(sensitive_features):
@@ -71,6 +78,29 @@ def group_labels_of(sensitive_features):
         return sorted(unique)
     except TypeError:
         return sorted(unique, key=_sort_key)
+
+
+def inferred_group_labels(sensitive_features, owner):
+    """:func:`group_labels_of` for a fit on private data: warns that it leaks.
+
+    Parameters
+    ----------
+    sensitive_features : array-like of shape (n,) or (n, k)
+    owner : str
+        Name of the estimator, for the warning.
+
+    Returns
+    -------
+    labels : list
+    """
+    warn_inferred_set(
+        owner,
+        "groups",
+        "groups=[...] (or a group_priors dict)",
+        "the dimension of the group operator and each group's weight",
+        stacklevel=6,
+    )
+    return group_labels_of(sensitive_features)
 
 
 def encode_groups(sensitive_features, labels, n_samples=None):

@@ -33,7 +33,7 @@ from ..solvers.saddle_point import (
     solve_saddle_point,
 )
 from ..utils import clip_rows, safe_row_norms
-from ._groups import encode_groups, group_labels_of, normalise_label
+from ._groups import encode_groups, inferred_group_labels, normalise_label
 
 __all__ = ["MinimaxFairClassifier"]
 
@@ -375,7 +375,7 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         else:
             if declared is None:
                 # Inferred group set: reveals which groups occur (documented).
-                labels = group_labels_of(sensitive_features)
+                labels = inferred_group_labels(sensitive_features, type(self).__name__)
             else:
                 labels = [normalise_label(v) for v in declared]
                 if len(set(labels)) != len(labels):
@@ -581,12 +581,14 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         self.noise_std_ = float(result.info.get("max_noise_std", result.noise_std))
         relaxed = result.info.get("relaxed_steps", 0)
         if relaxed:
-            # A function of public inputs (batch sizes, released iterates).
+            # A function of public inputs only: the public batch-size bound and
+            # the released iterates, never a realised batch size.
             warnings.warn(
-                f"NISPP relaxed its accuracy target on {relaxed} of "
-                f"{result.n_iter} steps: with batches this large float64 cannot "
-                "certify it, so those steps carry more noise (privacy is "
-                "unchanged). A smaller batch_size avoids it.",
+                f"NISPP raised its accuracy target, and the noise with it, on "
+                f"{relaxed} of {result.n_iter} steps: float64 cannot certify it "
+                f"for batches of up to {result.info['batch_size_bound']} records "
+                "(a public bound on the batch size). Privacy is unchanged; a "
+                "smaller batch_size avoids it.",
                 UserWarning,
                 stacklevel=2,
             )

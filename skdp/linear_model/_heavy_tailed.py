@@ -18,6 +18,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import PrivateEstimatorMixin
+from ..exceptions import warn_inferred_set
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
 from ..privacy import (
     ComposedDpEvent,
@@ -413,8 +414,9 @@ _COMMON_DOC = """
         Privacy budget, in ``(0, inf]``. ``inf`` runs the same code path
         without noise (clipping and truncation at the exact quantile 1, so
         nothing is clipped).
-    delta : float, default=None
-        ``None`` resolves to ``n_samples ** -1.1`` in ``delta_``.
+    delta : float in (0, 1), default=None
+        ``None`` resolves to ``n_samples ** -1.1`` in ``delta_``; refused
+        (before any noise) when that exceeds 0.079, i.e. ``n_samples < 10``.
     fit_intercept : bool, default=True
         Fit an intercept through a constant feature appended to every row
         (so it counts in row norms and clipping). Its value is the private
@@ -810,6 +812,14 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
 
     def _resolve_classes(self, y):
         if self.classes is None:
+            warn_inferred_set(
+                type(self).__name__,
+                "classes",
+                "classes=[...]",
+                "the number of one-vs-rest problems (and an error when y has "
+                "a single class)",
+                stacklevel=6,
+            )
             classes = np.unique(y)
             if classes.size < 2:
                 raise ValueError(

@@ -39,6 +39,7 @@ from ._conversions import (
 from ._events import (
     ComposedDpEvent,
     DpEvent,
+    FailureDpEvent,
     GaussianDpEvent,
     NonPrivateDpEvent,
     NoOpDpEvent,
@@ -79,6 +80,7 @@ __all__ = [
     "zcdp_rho",
     "ComposedDpEvent",
     "DpEvent",
+    "FailureDpEvent",
     "GaussianDpEvent",
     "NoOpDpEvent",
     "NonPrivateDpEvent",

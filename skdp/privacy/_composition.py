@@ -15,7 +15,9 @@ given delta is the worst profile's. Within a profile:
   discretisation, so an upper bound);
 - if a profile contains fixed-size sampling without replacement, which
   dp-accounting supports only in RDP, the RDP accountant is used for the
-  whole profile, with pure-epsilon steps entering as ``epsilon**2/2``-zCDP.
+  whole profile, with pure-epsilon steps entering as ``epsilon**2/2``-zCDP;
+- failure probabilities (:class:`FailureDpEvent`) add up, and add
+  ``(1 + e**epsilon) * probability`` to the profile's ``delta(epsilon)``.
 
 When the number of profiles would grow past ``_MAX_PROFILES`` they are
 merged into their envelope (largest ``mu**2`` and largest count of every
@@ -36,7 +38,7 @@ from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
 from ._conversions import gdp_delta, gdp_epsilon, pure_to_zcdp
-from ._events import ParallelDpEvent, PureDpEvent
+from ._events import FailureDpEvent, ParallelDpEvent, PureDpEvent
 
 __all__ = ["certify_epsilon", "certify_delta", "profiles"]
 
@@ -51,21 +53,28 @@ _ADD_OR_REMOVE = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
 class _Profile:
     """Mechanisms one record takes part in: GDP mass plus other steps."""
 
-    __slots__ = ("mu2", "others", "nonprivate")
+    __slots__ = ("mu2", "others", "nonprivate", "fail")
 
-    def __init__(self, mu2=0.0, others=None, nonprivate=False):
+    def __init__(self, mu2=0.0, others=None, nonprivate=False, fail=0.0):
         self.mu2 = float(mu2)
         self.others = Counter(others or {})  # key: hashable leaf description
         self.nonprivate = bool(nonprivate)
+        self.fail = float(fail)  # summed FailureDpEvent probabilities
 
     def key(self):
-        return (self.nonprivate, self.mu2, tuple(sorted(self.others.items())))
+        return (
+            self.nonprivate,
+            self.mu2,
+            tuple(sorted(self.others.items())),
+            self.fail,
+        )
 
     def __add__(self, other):
         return _Profile(
             self.mu2 + other.mu2,
             self.others + other.others,
             self.nonprivate or other.nonprivate,
+            self.fail + other.fail,
         )
 
     def scaled(self, count):
@@ -73,6 +82,7 @@ class _Profile:
             self.mu2 * count,
             {k: v * count for k, v in self.others.items()},
             self.nonprivate,
+            self.fail * count,
         )
 
     def dominates(self, other):
@@ -80,8 +90,10 @@ class _Profile:
             return True
         if other.nonprivate:
             return False
-        return self.mu2 >= other.mu2 and all(
-            self.others.get(k, 0) >= v for k, v in other.others.items()
+        return (
+            self.mu2 >= other.mu2
+            and self.fail >= other.fail
+            and all(self.others.get(k, 0) >= v for k, v in other.others.items())
         )
 
 
@@ -119,6 +131,7 @@ def _envelope(profs):
     for p in profs:
         env.mu2 = max(env.mu2, p.mu2)
         env.nonprivate = env.nonprivate or p.nonprivate
+        env.fail = max(env.fail, p.fail)
         pures = []
         for k, v in p.others.items():
             if k[0] == "pure":
@@ -196,6 +209,8 @@ def profiles(event):
         for child in event.events:
             acc = _prune([a + b for a in acc for b in profiles(child)])
         return acc
+    if isinstance(event, FailureDpEvent):
+        return [_Profile(fail=float(event.probability))]
     if isinstance(event, ParallelDpEvent):
         if len(event.events) == 0:
             return [_Profile()]
@@ -350,6 +365,28 @@ def _only_pure(p):
 
 
 def _profile_epsilon(p, delta, discretization=None):
+    if p.fail > 0 and not p.nonprivate:
+        # delta(eps) = delta_rest(eps) + (1 + e^eps) fail. First try to keep
+        # a millionth of delta for the failure (one evaluation): valid if the
+        # resulting eps satisfies (1 + e^eps) fail <= that share.
+        rest = _Profile(p.mu2, p.others)
+        share = 1e-6 * delta
+        eps = _profile_epsilon(rest, delta - share, discretization)
+        if (1.0 + math.exp(min(eps, 700.0))) * p.fail <= share:
+            return eps
+        # Otherwise iterate eps <- eps_rest(delta - (1 + e^E) fail) from below,
+        # with E slightly above eps; an answer eps <= E is certified, since
+        # then delta_rest(eps) + (1 + e^eps) fail <= delta.
+        for _ in range(100):
+            upper = eps * (1.0 + 1e-6) + 1e-9
+            spare = (1.0 + math.exp(min(upper, 700.0))) * p.fail
+            if not spare < delta:
+                return math.inf
+            eps_next = _profile_epsilon(rest, delta - spare, discretization)
+            if eps_next <= upper:
+                return eps_next
+            eps = eps_next
+        return math.inf
     if p.nonprivate:
         return math.inf
     if not p.others:
@@ -379,6 +416,9 @@ def _profile_epsilon(p, delta, discretization=None):
 
 
 def _profile_delta(p, epsilon):
+    if p.fail > 0 and not p.nonprivate:
+        rest = _profile_delta(_Profile(p.mu2, p.others), epsilon)
+        return min(1.0, rest + (1.0 + math.exp(min(epsilon, 700.0))) * p.fail)
     if p.nonprivate:
         return 1.0
     if not p.others:
@@ -489,6 +529,6 @@ def gdp_mu_of(event):
     ps = profiles(event)
     if any(p.nonprivate for p in ps):
         return math.inf
-    if any(p.others for p in ps):
+    if any(p.others or p.fail for p in ps):
         return None
     return math.sqrt(max(p.mu2 for p in ps))

@@ -7,6 +7,9 @@ the two it lacks:
   parts of the dataset, so one record is touched by at most one child.
 - :class:`PureDpEvent`: a pure ``epsilon``-DP step, such as the exponential
   mechanism.
+- :class:`FailureDpEvent`: a data-independent bad event of small probability
+  on which the run may differ from its accounted version (for example a
+  Poisson batch larger than a public bound).
 
 **Noise-multiplier convention (replace-one).** Throughout skdp, the
 ``noise_multiplier`` of a :class:`dp_accounting.GaussianDpEvent` is
@@ -48,6 +51,7 @@ __all__ = [
     "NonPrivateDpEvent",
     "ParallelDpEvent",
     "PureDpEvent",
+    "FailureDpEvent",
     "gaussian_steps",
 ]
 
@@ -109,6 +113,44 @@ class PureDpEvent(dp_event.DpEvent):
     """
 
     epsilon: float
+
+
+@attr.define(frozen=True)
+class FailureDpEvent(dp_event.DpEvent):
+    """A bad event of probability at most ``probability``, the same for all data.
+
+    The fit is accounted as if a public assumption held (for example: no
+    Poisson batch is larger than a public bound); with probability at most
+    ``probability`` it fails, and the run may then differ from the accounted
+    one. The failure depends only on the fit's own randomness (batch sizes
+    under Poisson sampling are Binomial(n, q) whatever the data), so it is
+    the same event under both neighbouring datasets.
+
+    Coupling the run with its accounted version, their output laws differ by
+    at most ``probability`` in total variation on each dataset, so for every
+    ``epsilon`` the composition's ``delta(epsilon)`` grows by at most
+    ``(1 + e**epsilon) * probability``; skdp's composition engine adds
+    exactly this term.
+
+    Parameters
+    ----------
+    probability : float
+        Upper bound on the probability of the bad event, in [0, 1).
+
+    References
+    ----------
+    - Dwork and Roth, "The algorithmic foundations of differential privacy",
+      2014 (Sec. 2.3; approximate DP from a mechanism that fails with small
+      probability).
+
+    Examples
+    --------
+    >>> from skdp.privacy import FailureDpEvent
+    >>> FailureDpEvent(1e-20)
+    FailureDpEvent(probability=1e-20)
+    """
+
+    probability: float
 
 
 def gaussian_steps(noise_multiplier, steps=1):

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..privacy import gaussian_noise
-from ..utils import safe_row_norms
+from ..utils import clip_factors, safe_row_norms
 from .bilevel_inner import localized_noisy_gd
 
 __all__ = [
@@ -134,11 +134,11 @@ class BilevelResult:
 
 def _clip_factors(rows, clip_norm):
     """Per-row factors ``min(1, clip_norm / ||row||)``."""
-    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+    with np.errstate(all="ignore"):  # private rows: silent (see clip_factors)
+        norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
     if not np.all(np.isfinite(norms)):
         norms = safe_row_norms(rows)  # overflow-safe for huge entries
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(norms > clip_norm, clip_norm / norms, 1.0)
+    return clip_factors(norms, clip_norm)
 
 
 def clipped_sum(rows, clip_norm):
@@ -151,9 +151,10 @@ def clipped_sum(rows, clip_norm):
     array([0.9, 1.2])
     """
     rows = np.asarray(rows, dtype=float)
-    if math.isinf(clip_norm):
-        return rows.sum(axis=0)
-    return _clip_factors(rows, clip_norm) @ rows
+    with np.errstate(all="ignore"):
+        if math.isinf(clip_norm):
+            return rows.sum(axis=0)
+        return _clip_factors(rows, clip_norm) @ rows
 
 
 RPROP_GROW, RPROP_SHRINK, RPROP_MAX = 1.2, 0.5, 2.0

@@ -203,7 +203,7 @@ def noisy_log_quantile(
     True
     """
     v = np.asarray(values, dtype=float)
-    with np.errstate(divide="ignore"):
+    with np.errstate(all="ignore"):
         logv = np.log2(np.maximum(v, 0.0))
     return float(2.0 ** bisect_counts(logv, quantile, z, rng, log2_range, steps))
 

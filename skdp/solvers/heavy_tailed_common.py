@@ -147,7 +147,7 @@ def safe_derivatives(loss, z, y):
     >>> safe_derivatives(SquaredLoss(), np.array([np.nan, np.inf]), np.zeros(2))
     array([ 0., inf])
     """
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(all="ignore"):
         g = loss.derivative(z, y)
     g = np.asarray(g, dtype=float)
     g[np.isnan(g)] = 0.0
@@ -190,5 +190,5 @@ def row_lipschitz_bounds(loss, row_norms, y, radius):
         return loss.tau * row_norms
     if math.isinf(radius):
         return row_norms.copy()
-    with np.errstate(over="ignore"):
+    with np.errstate(all="ignore"):
         return row_norms * (radius * row_norms + np.abs(np.asarray(y, dtype=float)))

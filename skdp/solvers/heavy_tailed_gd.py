@@ -352,7 +352,7 @@ def clipped_dp_gd(
     else:
         checkpoints = set()
         C = float(clip)
-    with np.errstate(divide="ignore", over="ignore"):
+    with np.errstate(all="ignore"):
         inv_norms = np.where(row_norms > 0, 1.0 / row_norms, 0.0)
     # 1 / ||x_i|| overflows for a subnormal norm: the derivative cap would be
     # inf and the row's gradient (huge |y| times a tiny row) would escape the
@@ -374,7 +374,7 @@ def clipped_dp_gd(
         if t in checkpoints:
             best = None  # gradient norms at different clip levels differ
 
-            with np.errstate(over="ignore", invalid="ignore"):
+            with np.errstate(all="ignore"):
                 g = safe_derivatives(loss, X @ w, y)
                 norms = np.abs(g) * row_norms
             C = min(

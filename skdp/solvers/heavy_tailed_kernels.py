@@ -204,7 +204,7 @@ def clipped_gradient_sum(X, y, w, inv_norms, clip, loss):
     if HAVE_NUMBA and X.flags.c_contiguous and X.dtype == np.float64:
         code, tau = loss_code(loss)
         return _clipped_gradient_sum_numba(X, y, w, inv_norms, float(clip), code, tau)
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):
         z = X @ w
     g = safe_derivatives(loss, z, y)
     cap = clip * inv_norms

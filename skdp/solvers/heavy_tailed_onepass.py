@@ -428,7 +428,7 @@ def onepass_clipped_dp_sgd(
             search = clip_search_range(loss, min(row_bound, row_cap), target_bound)
             if plan.searches[i]:
                 norms_i = np.minimum(row_norms[idx], row_cap)
-                with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                with np.errstate(all="ignore"):
                     scale = np.where(
                         row_norms[idx] > row_cap, row_cap / row_norms[idx], 1.0
                     )

@@ -93,7 +93,7 @@ def row_rms(X, row_norms=None):
     X = np.asarray(X, dtype=float)
     norms = safe_row_norms(X) if row_norms is None else np.asarray(row_norms, float)
     nnz = np.count_nonzero(X, axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):
         return np.where(nnz > 0, norms / np.sqrt(np.maximum(nnz, 1)), np.inf)
 
 
@@ -130,7 +130,7 @@ def feature_scale(rms, d, z, rng, *, steps=RANGE_STEPS):
     >>> round(feature_scale(row_rms(X), 10, 0.0, rng), 1)
     4.0
     """
-    with np.errstate(divide="ignore"):
+    with np.errstate(all="ignore"):
         logv = np.log2(np.maximum(np.asarray(rms, dtype=float), 0.0))
     hi = bisect_counts(logv, 0.5, z, rng, LOG2_RANGE, steps)
     # midpoint of the final bracket: no side is safer for a step size
@@ -233,7 +233,7 @@ def private_design(
     Xd = np.empty((n, d + 1))
     Xd[:, :d] = X
     Xd[:, d] = value
-    with np.errstate(over="ignore"):
+    with np.errstate(all="ignore"):
         full = np.hypot(norms, value)
     return Design(Xd, full, s, value)
 

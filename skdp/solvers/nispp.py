@@ -35,7 +35,13 @@ met on every batch; only floating-point failure can exceed it, and then it
 raises :class:`InnerSolverError` rather than release an uncertified point.
 Where float64 cannot certify the target at all (very large batches),
 :func:`nispp` raises the step's target to what it can certify and the noise
-with it, keeping the noise multiplier, hence the privacy, unchanged.
+with it, keeping the noise multiplier, hence the privacy, unchanged. That
+decision uses public inputs only: the released centre and a public bound on
+the batch size. Under Poisson sampling the realised size includes whether the
+changed record was drawn, so the bound is :func:`poisson_batch_bound`, which
+every batch stays below except with probability :data:`BATCH_TAIL` per step;
+that failure probability is part of the plan (:func:`batch_failure_event`,
+added to delta by the accountant).
 
 Under Poisson sampling, dp-accounting's replace-one pair bounds the effect of
 one record *relative to its absence* by half the sensitivity; adding one
@@ -49,11 +55,14 @@ import math
 
 import numpy as np
 
-from ..privacy import gaussian_noise
+from ..privacy import FailureDpEvent, NoOpDpEvent, gaussian_noise
 from .nseg import SaddlePointResult, _first_averaged
 
 __all__ = [
+    "BATCH_TAIL",
     "InnerSolverError",
+    "batch_failure_event",
+    "poisson_batch_bound",
     "guaranteed_inner_iterations",
     "nispp",
     "nispp_prox_parameter",
@@ -62,6 +71,77 @@ __all__ = [
     "solve_prox_subproblem",
     "vi_certificate",
 ]
+
+
+# Per-step probability that a Poisson batch exceeds poisson_batch_bound. Its
+# sum over the steps enters the plan as a FailureDpEvent, i.e. adds
+# (1 + e^eps) * n_steps * BATCH_TAIL to delta: below 1e-12 for eps <= 10 and
+# a thousand steps, so the calibrated noise does not move measurably.
+BATCH_TAIL = 1e-20
+
+
+def poisson_batch_bound(n_samples, sampling_probability, tail=BATCH_TAIL):
+    """Public size that a Poisson batch exceeds with probability at most ``tail``.
+
+    Bernstein's inequality for ``|B| ~ Binomial(n, q)`` with mean ``mu = n q``:
+    ``P(|B| >= mu + t) <= exp(-t^2 / (2 (mu + t / 3)))``, which equals ``tail``
+    at ``t = L / 3 + sqrt(L^2 / 9 + 2 mu L)``, ``L = ln(1 / tail)``. A
+    function of public quantities only (``n`` and ``q``).
+
+    Parameters
+    ----------
+    n_samples : int
+    sampling_probability : float
+    tail : float, default=BATCH_TAIL
+
+    Returns
+    -------
+    bound : int
+        At most ``n_samples``.
+
+    Examples
+    --------
+    >>> poisson_batch_bound(10_000, 0.01)
+    213
+    >>> poisson_batch_bound(50, 1.0)
+    50
+    """
+    mu = n_samples * sampling_probability
+    log_inv = -math.log(tail)
+    t = log_inv / 3.0 + math.sqrt(log_inv**2 / 9.0 + 2.0 * mu * log_inv)
+    return int(min(n_samples, math.ceil(mu + t)))
+
+
+def batch_failure_event(schedule, tail=BATCH_TAIL):
+    """The plan's share for batches above :func:`poisson_batch_bound`.
+
+    Parameters
+    ----------
+    schedule : BatchSchedule
+    tail : float, default=BATCH_TAIL
+        Per-step probability.
+
+    Returns
+    -------
+    DpEvent
+        ``FailureDpEvent(n_releases * tail)`` under Poisson sampling when the
+        bound is below ``n`` (a union bound over the steps), else a no-op:
+        other schemes have a public batch size.
+
+    Examples
+    --------
+    >>> from skdp.solvers.batch_schedule import BatchSchedule
+    >>> event = batch_failure_event(BatchSchedule(1000, 100, 10, "poisson"))
+    >>> type(event).__name__, event.probability == 100 * BATCH_TAIL
+    ('FailureDpEvent', True)
+    """
+    if (
+        schedule.sampling != "poisson"
+        or poisson_batch_bound(schedule.n_samples, schedule.sampling_probability, tail)
+        >= schedule.n_samples
+    ):
+        return NoOpDpEvent()
+    return FailureDpEvent(schedule.n_releases * tail)
 
 
 class InnerSolverError(RuntimeError):
@@ -475,7 +555,9 @@ def nispp(
     SaddlePointResult
         ``info`` holds ``nu_target``, ``nu_priv`` (the paper's threshold),
         ``relaxed_steps`` (steps whose target was raised to what float64 can
-        certify, with the noise raised to match) and ``max_noise_std`` (the
+        certify, with the noise raised to match; decided from the released
+        centre and ``batch_size_bound``, the public bound on the batch size,
+        :func:`poisson_batch_bound` under Poisson sampling) and ``max_noise_std`` (the
         largest noise of any step; ``noise_std`` is that of the others),
         ``last_iterate`` (the last noisy iterate), and the diagnostics
         ``max_certificate`` and ``inner_iterations``. The two diagnostics
@@ -530,6 +612,14 @@ def nispp(
 
     sensitivity = step_sensitivity(nu_target)
     sigma = float(noise_multiplier) * sensitivity
+    # Public bound on the batch size for the relaxation decision below (the
+    # realised Poisson size reveals whether the changed record was drawn).
+    if schedule.sampling == "poisson":
+        size_bound = poisson_batch_bound(
+            schedule.n_samples, schedule.sampling_probability
+        )
+    else:
+        size_bound = int(schedule.batch_size)
     max_sigma, relaxed_steps = sigma, 0
     u = domain.center() if w0 is None else domain.project(w0)
     w = u.copy()
@@ -545,11 +635,16 @@ def nispp(
         # Float64 cannot certify an accuracy below four times the round-off
         # margin (large batches, large lambda). The target is then relaxed on
         # this step and the noise follows its sensitivity: the same noise
-        # multiplier, so the same privacy, decided on public inputs only.
+        # multiplier, so the same privacy, decided on public inputs only: the
+        # released centre w and the public size bound (the margin grows with
+        # the batch size, so it covers every batch up to the bound; a larger
+        # batch is the plan's failure event, batch_failure_event).
+        public_size = max(size_bound, len(indices))
+        public_bound = M * max(public_size, 1) / B
         floor = 4.0 * _certificate_margin(
-            _gradient_bound(operator_bound, lam, w, domain),
-            operator_bound,
-            len(indices),
+            _gradient_bound(public_bound, lam, w, domain),
+            public_bound,
+            public_size,
             domain,
         )
         nu_step, sigma_step = nu_target, sigma
@@ -591,6 +686,7 @@ def nispp(
             "nu_target": nu_target,
             "nu_priv": 2.0 * M**2 / (lam * B**2),
             "relaxed_steps": relaxed_steps,
+            "batch_size_bound": size_bound,
             "max_noise_std": max_sigma,
             "max_certificate": max_cert,
             "inner_iterations": inner_total,

@@ -3,6 +3,7 @@
 from ._validation import (
     add_intercept_column,
     check_generator,
+    clip_factors,
     clip_rows,
     clip_targets,
     resolve_delta,
@@ -12,6 +13,7 @@ from ._validation import (
 __all__ = [
     "add_intercept_column",
     "check_generator",
+    "clip_factors",
     "clip_rows",
     "clip_targets",
     "resolve_delta",

@@ -12,6 +12,7 @@ import numpy as np
 __all__ = [
     "safe_row_norms",
     "clip_rows",
+    "clip_factors",
     "clip_targets",
     "resolve_delta",
     "check_generator",
@@ -39,18 +40,28 @@ def safe_row_norms(X):
     X = np.asarray(X, dtype=float)
     if X.ndim == 1:
         X = X[:, None]
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+    # Private rows: every operation below is silent (a warning raised by one
+    # record and not by its neighbour would be a release), and its value is
+    # kept, never discarded.
+    with np.errstate(all="ignore"):
         norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-    # Only rows whose squares may have overflowed or underflowed need
-    # rescaling; keep the one-pass result for the rest.
-    redo = ~np.isfinite(norms) | (norms > 1e150) | (norms < 1e-150)
-    if np.any(redo):
-        R = X[redo]
-        scale = np.max(np.abs(R), axis=1)
-        safe = np.where((scale > 0) & np.isfinite(scale), scale, 1.0)
-        Rs = R / safe[:, None]
-        norms[redo] = safe * np.sqrt(np.einsum("ij,ij->i", Rs, Rs))
+        # Only rows whose squares may have overflowed or underflowed need
+        # rescaling; keep the one-pass result for the rest.
+        redo = ~np.isfinite(norms) | (norms > 1e150) | (norms < 1e-150)
+        if np.any(redo):
+            R = X[redo]
+            scale = _row_scales(R)
+            Rs = R / scale[:, None]  # entries in [-1, 1]; tiny ones may flush to 0
+            # sqrt(...) is in [1, sqrt(d)]: the product overflows to inf only
+            # when the true norm exceeds the largest float (correctly rounded).
+            norms[redo] = scale * np.sqrt(np.einsum("ij,ij->i", Rs, Rs))
     return norms
+
+
+def _row_scales(R):
+    """Largest ``|entry|`` of each row, ``1`` for zero rows (a safe divisor)."""
+    scale = np.max(np.abs(R), axis=1) if R.shape[1] else np.zeros(R.shape[0])
+    return np.where((scale > 0) & np.isfinite(scale), scale, 1.0)
 
 
 def clip_rows(X, max_norm, row_norms=None):
@@ -81,11 +92,61 @@ def clip_rows(X, max_norm, row_norms=None):
         raise ValueError(f"max_norm must be non-negative, got {max_norm!r}.")
     if np.isinf(max_norm):
         return X
-    norms = safe_row_norms(X) if row_norms is None else row_norms
-    with np.errstate(divide="ignore", invalid="ignore"):
-        factor = np.where(norms > max_norm, max_norm / norms, 1.0)
-    X *= factor[:, None]
+    norms = safe_row_norms(X) if row_norms is None else np.asarray(row_norms)
+    over = norms > max_norm
+    if not np.any(over):
+        return X
+    with np.errstate(all="ignore"):
+        R = X[over]
+        factor = max_norm / norms[over]
+        # One multiplication for ordinary rows; a norm above the largest float
+        # (inf) or a factor below the normal range would lose the row's
+        # direction, so those rows are clipped in rescaled form instead.
+        simple = np.isfinite(norms[over]) & (factor >= np.finfo(float).tiny)
+        R[simple] *= factor[simple][:, None]
+        if not np.all(simple):
+            R[~simple] = _clip_rescaled(R[~simple], max_norm)
+        X[over] = R
     return X
+
+
+def clip_factors(norms, max_norm):
+    """Per-row clip factors ``min(1, max_norm / norm)``, computed silently.
+
+    A norm of ``inf`` (above the largest float) gives ``0``, a zero norm gives
+    ``1``; only the factors that are used are computed, so no value is
+    computed and then discarded.
+
+    Parameters
+    ----------
+    norms : ndarray of shape (n,)
+    max_norm : float
+        Public bound.
+
+    Returns
+    -------
+    factors : ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> clip_factors(np.array([0.0, 0.5, 4.0, np.inf]), 2.0)
+    array([1. , 1. , 0.5, 0. ])
+    """
+    norms = np.asarray(norms, dtype=float)
+    factors = np.ones(norms.shape)
+    over = norms > max_norm
+    with np.errstate(all="ignore"):
+        factors[over] = max_norm / norms[over]
+    return factors
+
+
+def _clip_rescaled(R, max_norm):
+    """Rows ``R`` scaled to norm ``max_norm`` through ``R / max|R|`` (no overflow)."""
+    with np.errstate(all="ignore"):
+        Rs = R / _row_scales(R)[:, None]
+        unit_norms = np.sqrt(np.einsum("ij,ij->i", Rs, Rs))  # in [1, sqrt(d)]
+        return Rs * (max_norm / unit_norms)[:, None]
 
 
 def clip_targets(y, bound):
@@ -112,13 +173,21 @@ def clip_targets(y, bound):
     return np.clip(np.asarray(y, dtype=float), -bound, bound)
 
 
+# A default delta = n ** -1.1 above this is no guarantee worth the name
+# (0.5 at n = 1, 0.47 at n = 2). The cap is n ** -1.1 at n = 10, the smallest
+# sample size scikit-learn's estimator checks fit, so defaults keep working
+# there; smaller data must state its delta.
+DEFAULT_DELTA_MIN_SAMPLES = 10
+DEFAULT_DELTA_CAP = DEFAULT_DELTA_MIN_SAMPLES**-1.1
+
+
 def resolve_delta(delta, n_samples, epsilon=np.inf):
     """The ``delta`` a fit uses: the user's, or ``n ** -1.1`` if ``None``.
 
     Parameters
     ----------
     delta : float or None
-        Constructor value, in [0, 1).
+        Constructor value, in (0, 1) (estimators validate this range).
     n_samples : int
         Public number of records.
     epsilon : float, default=inf
@@ -132,16 +201,31 @@ def resolve_delta(delta, n_samples, epsilon=np.inf):
     ------
     ValueError
         If ``delta == 0`` with finite ``epsilon`` (Gaussian noise needs
-        ``delta > 0``).
+        ``delta > 0``), or if ``delta`` is ``None``, ``epsilon`` is finite
+        and the default ``n ** -1.1`` would exceed :data:`DEFAULT_DELTA_CAP`
+        (``n_samples < 10``). ``n`` is public, so this refusal reveals
+        nothing; it is raised before any noise is drawn.
 
     Examples
     --------
     >>> round(resolve_delta(None, 1000), 8)
     0.00050119
+    >>> round(DEFAULT_DELTA_CAP, 4)
+    0.0794
     """
     n = max(int(n_samples), 1)
     if delta is None:
-        return float(n**-1.1) if n > 1 else 0.5
+        default = float(n**-1.1) if n > 1 else 0.5
+        if default > DEFAULT_DELTA_CAP * (1 + 1e-12) and not np.isinf(epsilon):
+            raise ValueError(
+                f"delta=None resolves to n_samples**-1.1 = {default:.3g} for "
+                f"n_samples = {n}, above {DEFAULT_DELTA_CAP:.3g}, the largest "
+                "default delta skdp accepts (a default needs n_samples >= "
+                f"{DEFAULT_DELTA_MIN_SAMPLES}): with such a delta the guarantee "
+                "may fail outright. Pass the delta you accept explicitly, far "
+                f"below 1/n_samples = {1.0 / n:.3g}, for example delta=1e-6."
+            )
+        return default
     delta = float(delta)
     if delta == 0 and not np.isinf(epsilon):
         raise ValueError(
@@ -168,9 +252,10 @@ def check_generator(random_state, stream=None):
     Parameters
     ----------
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
-    stream : int or None, default=None
+    stream : int, tuple of int or None, default=None
         Index of the fit on a shared ledger
-        (:meth:`skdp.privacy.PrivacyAccountant.claim_stream`). With an index,
+        (:meth:`skdp.privacy.PrivacyAccountant.claim_stream`), or the clone
+        path of an estimator cloned without an accountant. With an index,
         the seed derived from ``random_state`` is spawned into an independent
         stream per index, so that clones with the same ``random_state`` (the
         folds of a cross-validation) do not reuse each other's noise.
@@ -201,7 +286,8 @@ def check_generator(random_state, stream=None):
         raise ValueError(f"Cannot build a random generator from {random_state!r}.")
     if stream is None:
         return np.random.default_rng(seed)
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(int(stream),)))
+    key = tuple(int(k) for k in stream) if isinstance(stream, tuple) else (int(stream),)
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
 
 
 def add_intercept_column(X, value=1.0):
