@@ -70,6 +70,10 @@ FAST_PARAMS = {
             "batch_size": 50,
         },
     ],
+    "MinMaxScaler": [{"bounds": (-3.0, 3.0)}, {"epsilon": 50.0}],
+    "OneHotEncoder": [{"categories": [[0.0, 1.0]]}],
+    "SimpleImputer": [{}, {"strategy": "mean", "bounds": (-3.0, 3.0)}],
+    "StandardScaler": [{"bounds": (-3.0, 3.0)}, {"epsilon": 50.0}],
 }
 
 
