@@ -1,11 +1,13 @@
 """skdp.preprocessing: sensitivity (coupled runs), accounting, epsilon=inf against scikit-learn."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 from sklearn import impute as sk_impute
 from sklearn import preprocessing as sk
+from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 from skdp import BudgetExceededError, PrivacyAccountant
@@ -418,3 +420,29 @@ def test_audit_of_the_private_mean_stays_below_epsilon_and_catches_less_noise():
     assert _audit_scaler(2.0, 1.0) <= 2.0
     # Negative control: a tenth of the noise is detected as a privacy violation.
     assert _audit_scaler(2.0, 0.1) > 2.0
+
+
+# --- floating point on private rows is silent (review 16) ------------------------------
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        MinMaxScaler(bounds=(0.0, 0.5)),
+        MinMaxScaler(bounds=(0.0, 1e10)),
+        StandardScaler(bounds=(0.0, 1.0), clip=False, random_state=0),
+        StandardScaler(bounds=(0.0, 1.0), random_state=0),
+        SimpleImputer(strategy="mean", bounds=(0.0, 1.0), random_state=0),
+    ],
+    ids=["minmax", "minmax-wide", "standard-noclip", "standard", "imputer"],
+)
+@pytest.mark.parametrize("extreme", [1e308, -1e308, 1e-310])
+def test_extreme_private_values_raise_no_floating_point_warning(step, extreme):
+    # In a Pipeline's fit, transform runs on the private training rows: a
+    # warning (or FloatingPointError) that one extreme record triggers is a
+    # release. MinMaxScaler multiplied before it clipped (overflow warning).
+    X = np.array([[0.1], [0.2], [0.3], [extreme]])
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        Xt = clone(step).fit_transform(X)
+    assert Xt.shape == X.shape

@@ -176,8 +176,12 @@ class MinMaxScaler(
         """
         check_is_fitted(self, "n_samples_seen_")
         X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
-        X *= self.scale_
-        X += self.min_
+        # Rows may be private (a Pipeline's fit transforms its training data):
+        # an overflow on an extreme value must not warn (a warning that one
+        # record triggers is a release); clipping then maps it to the end.
+        with np.errstate(all="ignore"):
+            X *= self.scale_
+            X += self.min_
         if self.clip:
             np.clip(X, self.feature_range[0], self.feature_range[1], out=X)
         return X
@@ -195,6 +199,7 @@ class MinMaxScaler(
         """
         check_is_fitted(self, "n_samples_seen_")
         X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
-        X -= self.min_
-        X /= self.scale_
+        with np.errstate(all="ignore"):
+            X -= self.min_
+            X /= self.scale_
         return X

@@ -246,10 +246,14 @@ class StandardScaler(
         X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
         if self.clip and self.bounds_ is not None:
             np.clip(X, *self.bounds_, out=X)
-        if self.with_mean:
-            X -= self.mean_
-        if self.with_std:
-            X /= self.scale_
+        # Rows may be private (a Pipeline's fit transforms its training data):
+        # with clip=False an extreme value can overflow, and that must not
+        # warn (a warning that one record triggers is a release).
+        with np.errstate(all="ignore"):
+            if self.with_mean:
+                X -= self.mean_
+            if self.with_std:
+                X /= self.scale_
         return X
 
     def inverse_transform(self, X):
@@ -265,8 +269,9 @@ class StandardScaler(
         """
         check_is_fitted(self, "n_samples_seen_")
         X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
-        if self.with_std:
-            X *= self.scale_
-        if self.with_mean:
-            X += self.mean_
+        with np.errstate(all="ignore"):
+            if self.with_std:
+                X *= self.scale_
+            if self.with_mean:
+                X += self.mean_
         return X
