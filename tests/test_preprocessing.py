@@ -446,3 +446,15 @@ def test_extreme_private_values_raise_no_floating_point_warning(step, extreme):
         warnings.simplefilter("error")
         Xt = clone(step).fit_transform(X)
     assert Xt.shape == X.shape
+
+
+@pytest.mark.parametrize("drop", [None, "first", "if_binary"])
+def test_one_hot_encoder_ignores_undeclared_values_silently(drop):
+    # scikit-learn warns "Found unknown categories" in transform when drop is
+    # set: in a Pipeline's fit that warning would tell that a private record
+    # holds an undeclared value.
+    enc = OneHotEncoder(categories=[["a", "b"]], drop=drop)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Xt = enc.fit_transform([["a"], ["b"], ["zzz"]])
+    assert not Xt[2].any()
