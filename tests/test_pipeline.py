@@ -376,3 +376,51 @@ def test_split_epsilon_composes_to_the_total():
     assert split_epsilon(np.inf, 1e-6, [1, 1]) == [np.inf, np.inf]
     with pytest.raises(ValueError):
         split_epsilon(1.0, 1e-6, [-1, 2])
+
+
+# --- review 16: check_pipeline false negatives and positives ---------------------------
+
+
+def test_check_pipeline_flags_models_whose_tags_need_no_fit():
+    # GaussianProcessRegressor's tags say requires_fit=False (it can predict
+    # from its prior), yet its fit stores the private training rows.
+    from sklearn.gaussian_process import GaussianProcessRegressor
+
+    leaks = check_pipeline(
+        make_pipeline(FunctionTransformer(), GaussianProcessRegressor())
+    )
+    assert [leak.path for leak in leaks] == ["gaussianprocessregressor"]
+    assert "skdp." in leaks[0].replacement
+
+
+def test_check_pipeline_flags_encoders_that_reveal_undeclared_values():
+    # skdp's encoder with handle_unknown="error" raises at fit on an
+    # undeclared private value, as scikit-learn's does (which is flagged);
+    # scikit-learn's with drop warns in transform on one.
+    ours = OneHotEncoder(categories=CATEGORIES, handle_unknown="error")
+    theirs = SkOneHotEncoder(
+        categories=CATEGORIES, handle_unknown="ignore", drop="if_binary"
+    )
+    leaks = check_pipeline(make_pipeline(ours, theirs))
+    assert [leak.path for leak in leaks] == ["onehotencoder-1", "onehotencoder-2"]
+    assert "handle_unknown" in leaks[0].reason
+    assert "drop" in leaks[1].reason
+    with pytest.warns(UserWarning, match="unknown categories"):
+        theirs.fit_transform(pd.DataFrame({"sex": ["F", "X"], "work": ["self"] * 2}))
+
+
+def test_check_pipeline_passes_free_skdp_steps_at_any_epsilon():
+    free = make_pipeline(
+        SimpleImputer(epsilon=np.inf),
+        MinMaxScaler(bounds=(0, 1), epsilon=np.inf),
+        StandardScaler(with_mean=False, with_std=False, epsilon=np.inf),
+    )
+    assert check_pipeline(free) == []
+    X = np.random.default_rng(0).uniform(size=(50, 2))
+    assert spent(free.fit(X)) == (0.0, 0.0)
+    costly = [
+        SimpleImputer(strategy="mean", bounds=(0, 1), epsilon=np.inf),
+        MinMaxScaler(epsilon=np.inf),
+        StandardScaler(bounds=(0, 1), with_std=False, epsilon=np.inf),
+    ]
+    assert len(check_pipeline(make_pipeline(*costly))) == 3

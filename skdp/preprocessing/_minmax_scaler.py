@@ -120,6 +120,10 @@ class MinMaxScaler(
         self.accountant = accountant
         self.random_state = random_state
 
+    def _fit_is_free(self):
+        """Whether ``fit`` reads nothing from the data (see ``_base``)."""
+        return self.bounds is not None
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Set the affine map from the bounds (estimated privately if ``None``).

@@ -121,6 +121,10 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
         self.accountant = accountant
         self.random_state = random_state
 
+    def _fit_is_free(self):
+        """Whether ``fit`` reads nothing from the data (see ``_base``)."""
+        return self.handle_unknown != "error"  # "error" checks every value
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Set up the encoding of the declared categories (reads no values).

@@ -187,6 +187,10 @@ class StandardScaler(
         z = calibrate_noise_multiplier(make, self.epsilon, delta)
         return make(z), eps_q, z
 
+    def _fit_is_free(self):
+        """Whether ``fit`` reads nothing from the data (see ``_base``)."""
+        return not (self.with_mean or self.with_std)
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Release the private means and standard deviations.
