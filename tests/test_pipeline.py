@@ -424,3 +424,23 @@ def test_check_pipeline_passes_free_skdp_steps_at_any_epsilon():
         StandardScaler(bounds=(0, 1), with_std=False, epsilon=np.inf),
     ]
     assert len(check_pipeline(make_pipeline(*costly))) == 3
+
+
+@pytest.mark.parametrize("empty", [[], np.zeros(4, dtype=bool)])
+def test_spent_skips_column_transformer_steps_that_select_no_column(empty):
+    # scikit-learn never fits a transformer on an empty column selection and
+    # keeps the unfitted original in transformers_: it read nothing, so it
+    # costs nothing (spent() raised NotFittedError).
+    X, _, _ = _frame(n=300)
+    ct = ColumnTransformer(
+        [
+            (
+                "num",
+                StandardScaler(bounds=([17, 1], [90, 99]), random_state=0),
+                NUMERIC,
+            ),
+            ("none", StandardScaler(bounds=(0, 1), random_state=0), empty),
+        ]
+    ).fit(X)
+    num = ct.named_transformers_["num"]
+    assert spent(ct) == pytest.approx(num.privacy_spent_)
