@@ -334,6 +334,11 @@ def test_bad_bounds_are_rejected_before_any_spending():
         StandardScaler(bounds=(1.0, 0.0), accountant=acc).fit(X)
     with pytest.raises(ValueError, match="shape"):
         StandardScaler(bounds=([0, 1], [2, 3]), accountant=acc).fit(X)
+    # Finite bounds whose width overflows made every statistic NaN (review 16).
+    for step in (StandardScaler, SimpleImputer, MinMaxScaler):
+        kwargs = {"strategy": "mean"} if step is SimpleImputer else {}
+        with pytest.raises(ValueError, match="upper - lower"):
+            step(bounds=(-1e308, 1e308), accountant=acc, **kwargs).fit(X)
     assert acc.ledger == []
     with pytest.raises(NotFittedError):
         StandardScaler().transform(X)

@@ -49,8 +49,8 @@ def check_bounds(bounds, n_features):
     Raises
     ------
     ValueError
-        If the bounds are not finite, have the wrong length, or
-        ``lower >= upper`` somewhere. They are public: the error reveals
+        If the bounds or their widths are not finite, have the wrong length,
+        or ``lower >= upper`` somewhere. They are public: the error reveals
         nothing about the data.
     """
     try:
@@ -74,6 +74,14 @@ def check_bounds(bounds, n_features):
         out.append(b)
     if np.any(out[0] >= out[1]):
         raise ValueError("bounds: every lower bound must be below its upper bound.")
+    with np.errstate(over="ignore"):
+        width = out[1] - out[0]
+    if not np.all(np.isfinite(width)):
+        # The statistics map each range to [-1/2, 1/2] by its width: an
+        # overflowing width would make every released statistic NaN.
+        raise ValueError(
+            "bounds: upper - lower must be a finite float (below about 1.8e308)."
+        )
     return out[0], out[1]
 
 
