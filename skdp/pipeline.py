@@ -123,6 +123,17 @@ def _diagnose(step):
         return None
     if name == "MissingIndicator" and step.features == "all":
         return None
+    if (
+        name == "FunctionTransformer"
+        and getattr(step, "inverse_func", None) is not None
+        and getattr(step, "check_inverse", False)
+    ):
+        return (
+            "check_inverse=True: fit applies func and inverse_func to a sample "
+            "of the private rows and warns when a row does not round-trip, "
+            "which reveals it",
+            "FunctionTransformer(..., check_inverse=False)",
+        )
     if name == "PolynomialFeatures":
         return None  # learns only the number of columns (public)
     if name in _KNOWN:
@@ -166,7 +177,9 @@ def check_pipeline(estimator):
     private replacement: scikit-learn's scalers, encoders that infer
     categories, imputers, PCA, feature selection, target encoders, encoders
     that raise on an undeclared value (``handle_unknown="error"``, skdp's
-    included), and any non-private model (also one whose tags say it needs
+    included), a ``FunctionTransformer`` that checks its ``inverse_func`` on
+    the private rows (``check_inverse=True``, which warns when one fails to
+    round-trip), and any non-private model (also one whose tags say it needs
     no fit, as ``GaussianProcessRegressor``'s). Unknown steps are listed too
     (a check that cannot see inside a step must not vouch for it).
 

@@ -444,3 +444,20 @@ def test_spent_skips_column_transformer_steps_that_select_no_column(empty):
     ).fit(X)
     num = ct.named_transformers_["num"]
     assert spent(ct) == pytest.approx(num.privacy_spent_)
+
+
+def test_check_pipeline_flags_function_transformer_checking_its_inverse():
+    # check_inverse=True (the default) round-trips a sample of the private
+    # rows at fit and warns when one fails: a value below -1 here.
+    checked = FunctionTransformer(np.log1p, inverse_func=np.expm1)
+    with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"):
+        warnings.simplefilter("always")
+        checked.fit(np.array([[-5.0], [1.0], [2.0]]))
+    assert any("inverse" in str(w.message) for w in caught)
+    leaks = check_pipeline(make_pipeline(checked))
+    assert [leak.path for leak in leaks] == ["functiontransformer"]
+    assert "check_inverse=False" in leaks[0].replacement
+    unchecked = FunctionTransformer(
+        np.log1p, inverse_func=np.expm1, check_inverse=False
+    )
+    assert check_pipeline(make_pipeline(unchecked, FunctionTransformer(np.log1p))) == []
