@@ -120,6 +120,12 @@ def _diagnose(step):
         problem = _declared_encoder_problem(step)
         return None if problem is None else (problem, _KNOWN[name][1])
     if name == "SplineTransformer" and not isinstance(step.knots, str):
+        if step.extrapolation == "error":
+            return (
+                "extrapolation='error': a private value beyond the declared "
+                "knots raises an error, which reveals it",
+                "declared knots with extrapolation='constant' (or clip first)",
+            )
         return None
     if name == "MissingIndicator" and step.features == "all":
         return None

@@ -461,3 +461,16 @@ def test_check_pipeline_flags_function_transformer_checking_its_inverse():
         np.log1p, inverse_func=np.expm1, check_inverse=False
     )
     assert check_pipeline(make_pipeline(unchecked, FunctionTransformer(np.log1p))) == []
+
+
+def test_check_pipeline_flags_declared_splines_that_raise_beyond_the_knots():
+    from sklearn.preprocessing import SplineTransformer
+
+    knots = np.array([[0.0], [0.5], [1.0]])
+    raising = SplineTransformer(knots=knots, extrapolation="error")
+    with pytest.raises(ValueError, match="beyond the limits"):
+        raising.fit_transform(np.array([[0.2], [7.0]]))  # one private value
+    leaks = check_pipeline(make_pipeline(raising))
+    assert [leak.path for leak in leaks] == ["splinetransformer"]
+    assert "extrapolation" in leaks[0].reason
+    assert check_pipeline(make_pipeline(SplineTransformer(knots=knots))) == []
