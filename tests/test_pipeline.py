@@ -474,3 +474,16 @@ def test_check_pipeline_flags_declared_splines_that_raise_beyond_the_knots():
     assert [leak.path for leak in leaks] == ["splinetransformer"]
     assert "extrapolation" in leaks[0].reason
     assert check_pipeline(make_pipeline(SplineTransformer(knots=knots))) == []
+
+
+def test_spent_below_the_basic_steps_delta_certifies_nothing():
+    # A model without a stored plan counts by basic composition of its
+    # (epsilon, delta): at a smaller delta spent() reported the same epsilon,
+    # a guarantee nobody certified (review 16).
+    X, y, _ = _frame(n=600)
+    model = HeavyTailedLogisticRegression(classes=[0, 1], random_state=0)
+    model.fit(X[NUMERIC].to_numpy() / 100.0, y)
+    eps, delta = model.privacy_spent_
+    assert spent(model) == pytest.approx((eps, delta))
+    assert spent(model, delta=2 * delta) == pytest.approx((eps, 2 * delta))
+    assert spent(model, delta=delta / 1000) == (math.inf, delta / 1000)
