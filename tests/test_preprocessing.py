@@ -463,3 +463,30 @@ def test_one_hot_encoder_ignores_undeclared_values_silently(drop):
         warnings.simplefilter("error")
         Xt = enc.fit_transform([["a"], ["b"], ["zzz"]])
     assert not Xt[2].any()
+
+
+def test_standard_scaler_inf_keeps_a_small_spread_inside_wide_bounds():
+    # The constant-column threshold was 10 eps width**2: a column with std
+    # 0.01 inside bounds (0, 1e6) got scale_ = 1 instead of scikit-learn's
+    # 0.01 (review 16). Constant columns still get 1, wherever they sit. (Far
+    # from the middle, the one-pass variance loses eps E[u**2] / var(u).)
+    rng = np.random.default_rng(0)
+    X = np.column_stack(
+        [
+            5e5 + 0.01 * rng.standard_normal(1000),
+            3e5 + 1.0 * rng.standard_normal(1000),
+            np.full(1000, 7e5),
+            np.full(1000, 1e6),
+            np.full(1000, 5e5),
+        ]
+    )
+    ours = StandardScaler(bounds=(0.0, 1e6), epsilon=np.inf).fit(X)
+    ref = sk.StandardScaler().fit(X)
+    np.testing.assert_allclose(ours.scale_[:2], ref.scale_[:2], rtol=1e-3)
+    np.testing.assert_array_equal(ours.scale_[2:], 1.0)
+    np.testing.assert_array_equal(ref.scale_[2:], 1.0)
+    # Constant columns far from the middle with many rows: the rounding error
+    # of the one-pass variance grows like n eps (scale_ was about 2).
+    X = np.full((100_000, 3), [0.93e6, -0.77e6, 0.31e6])
+    ours = StandardScaler(bounds=(-1e6, 1e6), epsilon=np.inf).fit(X)
+    np.testing.assert_array_equal(ours.scale_, 1.0)

@@ -111,9 +111,13 @@ class StandardScaler(
     row moves each pair by at most ``1 / n`` in L2 norm, so the vector has
     sensitivity ``sqrt(d) / n`` and one ``GaussianDpEvent`` covers it. The
     variance is ``E[u**2] - E[u]**2``, floored at the noise level of
-    ``E[u**2]``; a variance below ``10 eps width**2`` (a constant column
-    up to rounding, only possible without noise) gets ``scale_ = 1`` as in
-    scikit-learn. With estimated bounds the plan is the composition of the
+    ``E[u**2]``; a variance below ``2 n eps`` times the second moment about
+    the middle of the range, ``width**2 E[u**2]`` (a constant column up to
+    rounding, only possible without noise), gets ``scale_ = 1`` as in
+    scikit-learn. This one-pass variance has a relative rounding error of
+    up to about ``n eps E[u**2] / var(u)``: without noise it matches
+    scikit-learn to that precision (worse for a column far from the middle
+    of bounds much wider than its spread). With estimated bounds the plan is the composition of the
     ``2 d`` pure-epsilon quantiles and the Gaussian release, certified
     exactly (privacy loss distributions). Floating-point Gaussian
     sampling is not exactly DP (Mironov 2012).
@@ -229,8 +233,17 @@ class StandardScaler(
         if self.with_std:
             self.var_ = var
             # Constant up to rounding (only possible without noise): scale 1,
-            # as scikit-learn does.
-            tiny = 10 * np.finfo(np.float64).eps * (upper - lower) ** 2
+            # as scikit-learn does. The rounding error of E[u**2] - E[u]**2
+            # is relative to E[u**2], the released second moment about the
+            # middle of the range (post-processing), and grows like n eps
+            # (row-wise sums): scikit-learn's own rule has the same n eps.
+            # A fixed 10 eps width**2 gave scale 1 to a column with a small
+            # real spread in wide bounds, and a tiny scale to a constant
+            # column far from the middle when n is large.
+            mid = lower + 0.5 * (upper - lower)
+            with np.errstate(all="ignore"):
+                second = var + (mean - mid) ** 2
+            tiny = 2 * n * np.finfo(np.float64).eps * second
             self.scale_ = np.where(var <= tiny, 1.0, np.sqrt(var))
         self._record_privacy(plan)
         return self
