@@ -75,6 +75,15 @@ _KNOWN = {
 }
 
 
+#: Steps whose fit reads only the shape of the data (public) and whose
+#: transform is a fixed random map.
+_SHAPE_ONLY = {
+    "GaussianRandomProjection",
+    "SparseRandomProjection",
+    "PolynomialCountSketch",
+}
+
+
 def _declared_encoder_problem(step):
     """Why a scikit-learn encoder still learns from the data, or None."""
     if isinstance(step.categories, str):  # "auto"
@@ -142,6 +151,20 @@ def _diagnose(step):
         )
     if name == "PolynomialFeatures":
         return None  # learns only the number of columns (public)
+    if name in _SHAPE_ONLY or (name == "RBFSampler" and step.gamma != "scale"):
+        return None  # random features drawn from the shape (public) alone
+    if name == "RBFSampler":
+        return (
+            "gamma='scale' is computed from the exact variance of the data",
+            "RBFSampler(gamma=<a number>)",
+        )
+    if name == "AdditiveChi2Sampler":
+        return (
+            "transform raises on a negative value, which reveals that a "
+            "private record holds one",
+            "clip to non-negative public bounds first, e.g. "
+            "skdp.preprocessing.MinMaxScaler(bounds=(lower, upper))",
+        )
     if name in _KNOWN:
         return _KNOWN[name]
     try:
@@ -187,7 +210,10 @@ def check_pipeline(estimator):
     the private rows (``check_inverse=True``, which warns when one fails to
     round-trip), and any non-private model (also one whose tags say it needs
     no fit, as ``GaussianProcessRegressor``'s). Unknown steps are listed too
-    (a check that cannot see inside a step must not vouch for it).
+    (a check that cannot see inside a step must not vouch for it). Random
+    projections and random features with a numeric ``gamma`` read only the
+    data's shape and are not listed; ``AdditiveChi2Sampler``, which raises on
+    a negative value, is.
 
     Call it before fitting: it reads only the pipeline's parameters.
 

@@ -487,3 +487,31 @@ def test_spent_below_the_basic_steps_delta_certifies_nothing():
     assert spent(model) == pytest.approx((eps, delta))
     assert spent(model, delta=2 * delta) == pytest.approx((eps, 2 * delta))
     assert spent(model, delta=delta / 1000) == (math.inf, delta / 1000)
+
+
+def test_check_pipeline_random_features_by_what_they_read():
+    from sklearn.kernel_approximation import (
+        AdditiveChi2Sampler,
+        PolynomialCountSketch,
+        RBFSampler,
+    )
+    from sklearn.random_projection import (
+        GaussianRandomProjection,
+        SparseRandomProjection,
+    )
+
+    public = make_pipeline(
+        GaussianRandomProjection(n_components=2),
+        SparseRandomProjection(n_components=2),
+        PolynomialCountSketch(n_components=4),
+        RBFSampler(n_components=4),
+    )
+    assert check_pipeline(public) == []
+    # gamma="scale" reads the exact variance; the chi2 sampler raises on a
+    # negative private value (stateless by its tags, so it was not listed).
+    with pytest.raises(ValueError, match="[Nn]egative"):
+        AdditiveChi2Sampler().fit_transform(np.array([[1.0], [-1.0]]))
+    leaks = check_pipeline(
+        make_pipeline(RBFSampler(gamma="scale"), AdditiveChi2Sampler())
+    )
+    assert [leak.path for leak in leaks] == ["rbfsampler", "additivechi2sampler"]
