@@ -436,10 +436,18 @@ def test_audit_of_the_private_mean_stays_below_epsilon_and_catches_less_noise():
         MinMaxScaler(bounds=(0.0, 0.5)),
         MinMaxScaler(bounds=(0.0, 1e10)),
         StandardScaler(bounds=(0.0, 1.0), clip=False, random_state=0),
+        MinMaxScaler(bounds=(0.0, 0.5), clip=False),
         StandardScaler(bounds=(0.0, 1.0), random_state=0),
         SimpleImputer(strategy="mean", bounds=(0.0, 1.0), random_state=0),
     ],
-    ids=["minmax", "minmax-wide", "standard-noclip", "standard", "imputer"],
+    ids=[
+        "minmax",
+        "minmax-wide",
+        "standard-noclip",
+        "minmax-noclip",
+        "standard",
+        "imputer",
+    ],
 )
 @pytest.mark.parametrize("extreme", [1e308, -1e308, 1e-310])
 def test_extreme_private_values_raise_no_floating_point_warning(step, extreme):
@@ -451,6 +459,8 @@ def test_extreme_private_values_raise_no_floating_point_warning(step, extreme):
         warnings.simplefilter("error")
         Xt = clone(step).fit_transform(X)
     assert Xt.shape == X.shape
+    # Never inf either: the next step of the pipeline would raise on it.
+    assert np.all(np.isfinite(Xt))
 
 
 @pytest.mark.parametrize("drop", [None, "first", "if_binary"])

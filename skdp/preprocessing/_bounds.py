@@ -19,7 +19,13 @@ from ..privacy import (
     reachable_quantile_level,
 )
 
-__all__ = ["check_bounds", "bounds_event", "estimate_bounds", "QUANTILE_RANGE"]
+__all__ = [
+    "check_bounds",
+    "bounds_event",
+    "estimate_bounds",
+    "saturate",
+    "QUANTILE_RANGE",
+]
 
 #: Public search range of the private bound quantiles, in ``asinh`` units:
 #: ``|x| <= 1e12``, cut into 2048 cells (relative resolution about 3%).
@@ -169,3 +175,24 @@ def estimate_bounds(X, epsilon_q, rng):
             lo, hi = mid - 0.5 * cell, mid + 0.5 * cell
         lower[j], upper[j] = math.sinh(lo), math.sinh(hi)
     return lower, upper
+
+
+def saturate(X):
+    """Replace, in place, values that overflowed to ``+-inf`` by ``+-max float``.
+
+    ``transform`` output on private rows: validated input is finite, so an
+    infinity can only come from an overflow on an extreme value, and the next
+    step of a pipeline would raise on it (an error one record triggers is a
+    release). NaN cannot arise from finite input and finite parameters.
+
+    Parameters
+    ----------
+    X : ndarray of float
+
+    Returns
+    -------
+    X : ndarray
+        The same array.
+    """
+    big = np.finfo(X.dtype).max
+    return np.clip(X, -big, big, out=X)

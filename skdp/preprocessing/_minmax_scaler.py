@@ -13,7 +13,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..privacy import NoOpDpEvent
 from ._base import PrivateTransformerMixin
-from ._bounds import bounds_event, check_bounds, estimate_bounds, quantile_epsilon
+from ._bounds import (
+    bounds_event,
+    check_bounds,
+    estimate_bounds,
+    quantile_epsilon,
+    saturate,
+)
 
 __all__ = ["MinMaxScaler"]
 
@@ -43,7 +49,8 @@ class MinMaxScaler(
         Output range.
     clip : bool, default=True
         Clip transformed values to ``feature_range`` (values outside the
-        bounds then map to its ends).
+        bounds then map to its ends). Without it, a result that overflows
+        saturates at the largest float, never ``inf``.
     epsilon : float, default=1.0
         Budget of the bound estimation (unused with declared bounds).
     delta : float or None, default=None
@@ -188,6 +195,9 @@ class MinMaxScaler(
             X += self.min_
         if self.clip:
             np.clip(X, self.feature_range[0], self.feature_range[1], out=X)
+        else:
+            # An overflow to inf would make the next step raise on one record.
+            saturate(X)
         return X
 
     def inverse_transform(self, X):

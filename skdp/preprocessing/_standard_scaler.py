@@ -19,7 +19,13 @@ from ..privacy import (
     calibrate_noise_multiplier,
 )
 from ._base import PrivateTransformerMixin
-from ._bounds import bounds_event, check_bounds, estimate_bounds, quantile_epsilon
+from ._bounds import (
+    bounds_event,
+    check_bounds,
+    estimate_bounds,
+    quantile_epsilon,
+    saturate,
+)
 from ._moments import private_moments
 
 __all__ = ["StandardScaler"]
@@ -61,7 +67,8 @@ class StandardScaler(
         ``transform`` clips each column to ``bounds_`` first, the range the
         statistics describe (no change for data inside declared bounds). A
         value far outside estimated bounds would otherwise be scaled by a
-        standard deviation that never saw it.
+        standard deviation that never saw it. With ``clip=False`` a result
+        that overflows saturates at the largest float, never ``inf``.
     epsilon : float, default=1.0
         Privacy budget of the fit, in (0, inf]. ``inf`` is not private.
     delta : float or None, default=None
@@ -271,6 +278,9 @@ class StandardScaler(
                 X -= self.mean_
             if self.with_std:
                 X /= self.scale_
+        # An overflow to inf (clip=False) would make the next step raise on
+        # one record.
+        saturate(X)
         return X
 
     def inverse_transform(self, X):
