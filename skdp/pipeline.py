@@ -151,6 +151,12 @@ def _diagnose(step):
         )
     if name == "PolynomialFeatures":
         return None  # learns only the number of columns (public)
+    if (
+        name == "SimpleImputer"
+        and getattr(step, "strategy", None) == "constant"
+        and not getattr(step, "add_indicator", True)
+    ):
+        return None  # fills a public constant (an indicator would learn columns)
     if name in _SHAPE_ONLY or (name == "RBFSampler" and step.gamma != "scale"):
         return None  # random features drawn from the shape (public) alone
     if name == "RBFSampler":
@@ -201,10 +207,12 @@ def check_pipeline(estimator):
     it needs no fit), encoders with declared categories (scikit-learn's
     ``OneHotEncoder(categories=[...], handle_unknown="ignore")`` without
     ``drop``, which would warn about an undeclared value),
-    ``PolynomialFeatures``, column selection, ``"passthrough"`` and
-    ``"drop"``. Everything else is listed, with what it publishes and the
-    private replacement: scikit-learn's scalers, encoders that infer
-    categories, imputers, PCA, feature selection, target encoders, encoders
+    ``PolynomialFeatures``, scikit-learn's
+    ``SimpleImputer(strategy="constant")`` without ``add_indicator``, column
+    selection, ``"passthrough"`` and ``"drop"``. Everything else is listed,
+    with what it publishes and the private replacement: scikit-learn's
+    scalers, encoders that infer categories, imputers (but a constant fill),
+    PCA, feature selection, target encoders, encoders
     that raise on an undeclared value (``handle_unknown="error"``, skdp's
     included), a ``FunctionTransformer`` that checks its ``inverse_func`` on
     the private rows (``check_inverse=True``, which warns when one fails to

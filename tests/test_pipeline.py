@@ -515,3 +515,17 @@ def test_check_pipeline_random_features_by_what_they_read():
         make_pipeline(RBFSampler(gamma="scale"), AdditiveChi2Sampler())
     )
     assert [leak.path for leak in leaks] == ["rbfsampler", "additivechi2sampler"]
+
+
+def test_check_pipeline_passes_sklearn_constant_imputer_without_indicator():
+    # A constant fill learns nothing (false positive); the mean, or an
+    # indicator of the columns that have missing values, does.
+    const = SkSimpleImputer(strategy="constant", fill_value=0.0)
+    assert check_pipeline(make_pipeline(const)) == []
+    leaks = check_pipeline(
+        make_pipeline(
+            SkSimpleImputer(strategy="constant", add_indicator=True),
+            SkSimpleImputer(),
+        )
+    )
+    assert len(leaks) == 2
