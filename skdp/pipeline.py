@@ -29,7 +29,7 @@ _SCALE = "skdp.preprocessing.StandardScaler(bounds=(lower, upper))"
 _MINMAX = "skdp.preprocessing.MinMaxScaler(bounds=(lower, upper))"
 _ONE_HOT = (
     "skdp.preprocessing.OneHotEncoder(categories=[...]) (or scikit-learn's with "
-    'declared categories and handle_unknown="ignore")'
+    'declared categories, handle_unknown="ignore" and no drop)'
 )
 _IMPUTE = (
     'skdp.preprocessing.SimpleImputer(strategy="constant") or '
@@ -75,6 +75,15 @@ _KNOWN = {
 }
 
 
+#: Steps whose fit reads only the shape of the data (public) and whose
+#: transform is a fixed random map.
+_SHAPE_ONLY = {
+    "GaussianRandomProjection",
+    "SparseRandomProjection",
+    "PolynomialCountSketch",
+}
+
+
 def _declared_encoder_problem(step):
     """Why a scikit-learn encoder still learns from the data, or None."""
     if isinstance(step.categories, str):  # "auto"
@@ -89,6 +98,12 @@ def _declared_encoder_problem(step):
             f"handle_unknown={step.handle_unknown!r}: an undeclared value in the "
             "private data raises an error, which reveals it"
         )
+    if type(step).__name__ == "OneHotEncoder" and step.drop is not None:
+        return (
+            f"drop={step.drop!r} with handle_unknown='ignore': transform warns "
+            "'Found unknown categories' when a private record holds an "
+            "undeclared value, which reveals it"
+        )
     return None
 
 
@@ -97,7 +112,14 @@ def _diagnose(step):
     module = type(step).__module__ or ""
     name = type(step).__name__
     if module == "skdp" or module.startswith("skdp."):
-        if np.isinf(getattr(step, "epsilon", 1.0)):
+        if getattr(step, "handle_unknown", None) == "error":
+            return (
+                "handle_unknown='error': an undeclared value in the private data "
+                "raises an error at fit, which reveals it",
+                "handle_unknown='ignore'",
+            )
+        free = getattr(step, "_fit_is_free", None)
+        if np.isinf(getattr(step, "epsilon", 1.0)) and not (free and free()):
             return (
                 "epsilon=inf: this skdp step runs without noise",
                 "a finite epsilon",
@@ -107,22 +129,65 @@ def _diagnose(step):
         problem = _declared_encoder_problem(step)
         return None if problem is None else (problem, _KNOWN[name][1])
     if name == "SplineTransformer" and not isinstance(step.knots, str):
+        if step.extrapolation == "error":
+            return (
+                "extrapolation='error': a private value beyond the declared "
+                "knots raises an error, which reveals it",
+                "declared knots with extrapolation='constant' (or clip first)",
+            )
         return None
     if name == "MissingIndicator" and step.features == "all":
         return None
+    if (
+        name == "FunctionTransformer"
+        and getattr(step, "inverse_func", None) is not None
+        and getattr(step, "check_inverse", False)
+    ):
+        return (
+            "check_inverse=True: fit applies func and inverse_func to a sample "
+            "of the private rows and warns when a row does not round-trip, "
+            "which reveals it",
+            "FunctionTransformer(..., check_inverse=False)",
+        )
     if name == "PolynomialFeatures":
         return None  # learns only the number of columns (public)
+    if (
+        name == "SimpleImputer"
+        and getattr(step, "strategy", None) == "constant"
+        and not getattr(step, "add_indicator", True)
+    ):
+        return None  # fills a public constant (an indicator would learn columns)
+    if name in _SHAPE_ONLY or (name == "RBFSampler" and step.gamma != "scale"):
+        return None  # random features drawn from the shape (public) alone
+    if name == "RBFSampler":
+        return (
+            "gamma='scale' is computed from the exact variance of the data",
+            "RBFSampler(gamma=<a number>)",
+        )
+    if name == "AdditiveChi2Sampler":
+        return (
+            "transform raises on a negative value, which reveals that a "
+            "private record holds one",
+            "clip to non-negative public bounds first, e.g. "
+            "skdp.preprocessing.MinMaxScaler(bounds=(lower, upper))",
+        )
     if name in _KNOWN:
         return _KNOWN[name]
     try:
-        stateless = not get_tags(step).requires_fit
+        classifier, regressor = is_classifier(step), is_regressor(step)
+    except (AttributeError, TypeError, ValueError):
+        classifier = regressor = False
+    try:
+        # A model is never stateless: GaussianProcessRegressor says it needs
+        # no fit (it predicts from its prior), yet fit stores the training rows.
+        stateless = not (classifier or regressor) and not get_tags(step).requires_fit
     except (AttributeError, TypeError, ValueError):
         stateless = False
     if stateless:
         return None
-    if is_classifier(step):
+    if classifier:
         replacement = "skdp.HeavyTailedLogisticRegression or skdp.MinimaxFairClassifier"
-    elif is_regressor(step):
+    elif regressor:
         replacement = "skdp.HeavyTailedLinearRegression or skdp.BilevelRidge"
     else:
         replacement = "an skdp step, or a step that learns nothing from the data"
@@ -135,16 +200,28 @@ def check_pipeline(estimator):
     Recurses into :class:`~sklearn.pipeline.Pipeline`,
     :class:`~sklearn.compose.ColumnTransformer` (its remainder included) and
     :class:`~sklearn.pipeline.FeatureUnion`. A step is fine if it is an skdp
-    step with a finite ``epsilon``, or learns nothing but public facts:
-    stateless transformers (``FunctionTransformer``, ``Normalizer``, any step
-    whose tags say it needs no fit), encoders with declared categories
-    (scikit-learn's ``OneHotEncoder(categories=[...],
-    handle_unknown="ignore")``), ``PolynomialFeatures``, column selection,
-    ``"passthrough"`` and ``"drop"``. Everything else is listed, with what it
-    publishes and the private replacement: scikit-learn's scalers, encoders
-    that infer categories, imputers, PCA, feature selection, target encoders,
-    and any non-private model. Unknown steps are listed too (a check that
-    cannot see inside a step must not vouch for it).
+    step with a finite ``epsilon`` (or one whose fit reads nothing, such as
+    ``MinMaxScaler`` with declared bounds, whatever its ``epsilon``), or
+    learns nothing but public facts: stateless transformers
+    (``FunctionTransformer``, ``Normalizer``, any transformer whose tags say
+    it needs no fit), encoders with declared categories (scikit-learn's
+    ``OneHotEncoder(categories=[...], handle_unknown="ignore")`` without
+    ``drop``, which would warn about an undeclared value),
+    ``PolynomialFeatures``, scikit-learn's
+    ``SimpleImputer(strategy="constant")`` without ``add_indicator``, column
+    selection, ``"passthrough"`` and ``"drop"``. Everything else is listed,
+    with what it publishes and the private replacement: scikit-learn's
+    scalers, encoders that infer categories, imputers (but a constant fill),
+    PCA, feature selection, target encoders, encoders
+    that raise on an undeclared value (``handle_unknown="error"``, skdp's
+    included), a ``FunctionTransformer`` that checks its ``inverse_func`` on
+    the private rows (``check_inverse=True``, which warns when one fails to
+    round-trip), and any non-private model (also one whose tags say it needs
+    no fit, as ``GaussianProcessRegressor``'s). Unknown steps are listed too
+    (a check that cannot see inside a step must not vouch for it). Random
+    projections and random features with a numeric ``gamma`` read only the
+    data's shape and are not listed; ``AdditiveChi2Sampler``, which raises on
+    a negative value, is.
 
     Call it before fitting: it reads only the pipeline's parameters.
 

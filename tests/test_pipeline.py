@@ -376,3 +376,156 @@ def test_split_epsilon_composes_to_the_total():
     assert split_epsilon(np.inf, 1e-6, [1, 1]) == [np.inf, np.inf]
     with pytest.raises(ValueError):
         split_epsilon(1.0, 1e-6, [-1, 2])
+
+
+# --- review 16: check_pipeline false negatives and positives ---------------------------
+
+
+def test_check_pipeline_flags_models_whose_tags_need_no_fit():
+    # GaussianProcessRegressor's tags say requires_fit=False (it can predict
+    # from its prior), yet its fit stores the private training rows.
+    from sklearn.gaussian_process import GaussianProcessRegressor
+
+    leaks = check_pipeline(
+        make_pipeline(FunctionTransformer(), GaussianProcessRegressor())
+    )
+    assert [leak.path for leak in leaks] == ["gaussianprocessregressor"]
+    assert "skdp." in leaks[0].replacement
+
+
+def test_check_pipeline_flags_encoders_that_reveal_undeclared_values():
+    # skdp's encoder with handle_unknown="error" raises at fit on an
+    # undeclared private value, as scikit-learn's does (which is flagged);
+    # scikit-learn's with drop warns in transform on one.
+    ours = OneHotEncoder(categories=CATEGORIES, handle_unknown="error")
+    theirs = SkOneHotEncoder(
+        categories=CATEGORIES, handle_unknown="ignore", drop="if_binary"
+    )
+    leaks = check_pipeline(make_pipeline(ours, theirs))
+    assert [leak.path for leak in leaks] == ["onehotencoder-1", "onehotencoder-2"]
+    assert "handle_unknown" in leaks[0].reason
+    assert "drop" in leaks[1].reason
+    with pytest.warns(UserWarning, match="unknown categories"):
+        theirs.fit_transform(pd.DataFrame({"sex": ["F", "X"], "work": ["self"] * 2}))
+
+
+def test_check_pipeline_passes_free_skdp_steps_at_any_epsilon():
+    free = make_pipeline(
+        SimpleImputer(epsilon=np.inf),
+        MinMaxScaler(bounds=(0, 1), epsilon=np.inf),
+        StandardScaler(with_mean=False, with_std=False, epsilon=np.inf),
+    )
+    assert check_pipeline(free) == []
+    X = np.random.default_rng(0).uniform(size=(50, 2))
+    assert spent(free.fit(X)) == (0.0, 0.0)
+    costly = [
+        SimpleImputer(strategy="mean", bounds=(0, 1), epsilon=np.inf),
+        MinMaxScaler(epsilon=np.inf),
+        StandardScaler(bounds=(0, 1), with_std=False, epsilon=np.inf),
+    ]
+    assert len(check_pipeline(make_pipeline(*costly))) == 3
+
+
+@pytest.mark.parametrize("empty", [[], np.zeros(4, dtype=bool)])
+def test_spent_skips_column_transformer_steps_that_select_no_column(empty):
+    # scikit-learn never fits a transformer on an empty column selection and
+    # keeps the unfitted original in transformers_: it read nothing, so it
+    # costs nothing (spent() raised NotFittedError).
+    X, _, _ = _frame(n=300)
+    ct = ColumnTransformer(
+        [
+            (
+                "num",
+                StandardScaler(bounds=([17, 1], [90, 99]), random_state=0),
+                NUMERIC,
+            ),
+            ("none", StandardScaler(bounds=(0, 1), random_state=0), empty),
+        ]
+    ).fit(X)
+    num = ct.named_transformers_["num"]
+    assert spent(ct) == pytest.approx(num.privacy_spent_)
+
+
+def test_check_pipeline_flags_function_transformer_checking_its_inverse():
+    # check_inverse=True (the default) round-trips a sample of the private
+    # rows at fit and warns when one fails: a value below -1 here.
+    checked = FunctionTransformer(np.log1p, inverse_func=np.expm1)
+    with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"):
+        warnings.simplefilter("always")
+        checked.fit(np.array([[-5.0], [1.0], [2.0]]))
+    assert any("inverse" in str(w.message) for w in caught)
+    leaks = check_pipeline(make_pipeline(checked))
+    assert [leak.path for leak in leaks] == ["functiontransformer"]
+    assert "check_inverse=False" in leaks[0].replacement
+    unchecked = FunctionTransformer(
+        np.log1p, inverse_func=np.expm1, check_inverse=False
+    )
+    assert check_pipeline(make_pipeline(unchecked, FunctionTransformer(np.log1p))) == []
+
+
+def test_check_pipeline_flags_declared_splines_that_raise_beyond_the_knots():
+    from sklearn.preprocessing import SplineTransformer
+
+    knots = np.array([[0.0], [0.5], [1.0]])
+    raising = SplineTransformer(knots=knots, extrapolation="error")
+    with pytest.raises(ValueError, match="beyond the limits"):
+        raising.fit_transform(np.array([[0.2], [7.0]]))  # one private value
+    leaks = check_pipeline(make_pipeline(raising))
+    assert [leak.path for leak in leaks] == ["splinetransformer"]
+    assert "extrapolation" in leaks[0].reason
+    assert check_pipeline(make_pipeline(SplineTransformer(knots=knots))) == []
+
+
+def test_spent_below_the_basic_steps_delta_certifies_nothing():
+    # A model without a stored plan counts by basic composition of its
+    # (epsilon, delta): at a smaller delta spent() reported the same epsilon,
+    # a guarantee nobody certified (review 16).
+    X, y, _ = _frame(n=600)
+    model = HeavyTailedLogisticRegression(classes=[0, 1], random_state=0)
+    model.fit(X[NUMERIC].to_numpy() / 100.0, y)
+    eps, delta = model.privacy_spent_
+    assert spent(model) == pytest.approx((eps, delta))
+    assert spent(model, delta=2 * delta) == pytest.approx((eps, 2 * delta))
+    assert spent(model, delta=delta / 1000) == (math.inf, delta / 1000)
+
+
+def test_check_pipeline_random_features_by_what_they_read():
+    from sklearn.kernel_approximation import (
+        AdditiveChi2Sampler,
+        PolynomialCountSketch,
+        RBFSampler,
+    )
+    from sklearn.random_projection import (
+        GaussianRandomProjection,
+        SparseRandomProjection,
+    )
+
+    public = make_pipeline(
+        GaussianRandomProjection(n_components=2),
+        SparseRandomProjection(n_components=2),
+        PolynomialCountSketch(n_components=4),
+        RBFSampler(n_components=4),
+    )
+    assert check_pipeline(public) == []
+    # gamma="scale" reads the exact variance; the chi2 sampler raises on a
+    # negative private value (stateless by its tags, so it was not listed).
+    with pytest.raises(ValueError, match="[Nn]egative"):
+        AdditiveChi2Sampler().fit_transform(np.array([[1.0], [-1.0]]))
+    leaks = check_pipeline(
+        make_pipeline(RBFSampler(gamma="scale"), AdditiveChi2Sampler())
+    )
+    assert [leak.path for leak in leaks] == ["rbfsampler", "additivechi2sampler"]
+
+
+def test_check_pipeline_passes_sklearn_constant_imputer_without_indicator():
+    # A constant fill learns nothing (false positive); the mean, or an
+    # indicator of the columns that have missing values, does.
+    const = SkSimpleImputer(strategy="constant", fill_value=0.0)
+    assert check_pipeline(make_pipeline(const)) == []
+    leaks = check_pipeline(
+        make_pipeline(
+            SkSimpleImputer(strategy="constant", add_indicator=True),
+            SkSimpleImputer(),
+        )
+    )
+    assert len(leaks) == 2

@@ -1,11 +1,13 @@
 """skdp.preprocessing: sensitivity (coupled runs), accounting, epsilon=inf against scikit-learn."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 from sklearn import impute as sk_impute
 from sklearn import preprocessing as sk
+from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 from skdp import BudgetExceededError, PrivacyAccountant
@@ -332,6 +334,11 @@ def test_bad_bounds_are_rejected_before_any_spending():
         StandardScaler(bounds=(1.0, 0.0), accountant=acc).fit(X)
     with pytest.raises(ValueError, match="shape"):
         StandardScaler(bounds=([0, 1], [2, 3]), accountant=acc).fit(X)
+    # Finite bounds whose width overflows made every statistic NaN (review 16).
+    for step in (StandardScaler, SimpleImputer, MinMaxScaler):
+        kwargs = {"strategy": "mean"} if step is SimpleImputer else {}
+        with pytest.raises(ValueError, match="upper - lower"):
+            step(bounds=(-1e308, 1e308), accountant=acc, **kwargs).fit(X)
     assert acc.ledger == []
     with pytest.raises(NotFittedError):
         StandardScaler().transform(X)
@@ -418,3 +425,78 @@ def test_audit_of_the_private_mean_stays_below_epsilon_and_catches_less_noise():
     assert _audit_scaler(2.0, 1.0) <= 2.0
     # Negative control: a tenth of the noise is detected as a privacy violation.
     assert _audit_scaler(2.0, 0.1) > 2.0
+
+
+# --- floating point on private rows is silent (review 16) ------------------------------
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        MinMaxScaler(bounds=(0.0, 0.5)),
+        MinMaxScaler(bounds=(0.0, 1e10)),
+        StandardScaler(bounds=(0.0, 1.0), clip=False, random_state=0),
+        MinMaxScaler(bounds=(0.0, 0.5), clip=False),
+        StandardScaler(bounds=(0.0, 1.0), random_state=0),
+        SimpleImputer(strategy="mean", bounds=(0.0, 1.0), random_state=0),
+    ],
+    ids=[
+        "minmax",
+        "minmax-wide",
+        "standard-noclip",
+        "minmax-noclip",
+        "standard",
+        "imputer",
+    ],
+)
+@pytest.mark.parametrize("extreme", [1e308, -1e308, 1e-310])
+def test_extreme_private_values_raise_no_floating_point_warning(step, extreme):
+    # In a Pipeline's fit, transform runs on the private training rows: a
+    # warning (or FloatingPointError) that one extreme record triggers is a
+    # release. MinMaxScaler multiplied before it clipped (overflow warning).
+    X = np.array([[0.1], [0.2], [0.3], [extreme]])
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        Xt = clone(step).fit_transform(X)
+    assert Xt.shape == X.shape
+    # Never inf either: the next step of the pipeline would raise on it.
+    assert np.all(np.isfinite(Xt))
+
+
+@pytest.mark.parametrize("drop", [None, "first", "if_binary"])
+def test_one_hot_encoder_ignores_undeclared_values_silently(drop):
+    # scikit-learn warns "Found unknown categories" in transform when drop is
+    # set: in a Pipeline's fit that warning would tell that a private record
+    # holds an undeclared value.
+    enc = OneHotEncoder(categories=[["a", "b"]], drop=drop)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Xt = enc.fit_transform([["a"], ["b"], ["zzz"]])
+    assert not Xt[2].any()
+
+
+def test_standard_scaler_inf_keeps_a_small_spread_inside_wide_bounds():
+    # The constant-column threshold was 10 eps width**2: a column with std
+    # 0.01 inside bounds (0, 1e6) got scale_ = 1 instead of scikit-learn's
+    # 0.01 (review 16). Constant columns still get 1, wherever they sit. (Far
+    # from the middle, the one-pass variance loses eps E[u**2] / var(u).)
+    rng = np.random.default_rng(0)
+    X = np.column_stack(
+        [
+            5e5 + 0.01 * rng.standard_normal(1000),
+            3e5 + 1.0 * rng.standard_normal(1000),
+            np.full(1000, 7e5),
+            np.full(1000, 1e6),
+            np.full(1000, 5e5),
+        ]
+    )
+    ours = StandardScaler(bounds=(0.0, 1e6), epsilon=np.inf).fit(X)
+    ref = sk.StandardScaler().fit(X)
+    np.testing.assert_allclose(ours.scale_[:2], ref.scale_[:2], rtol=1e-3)
+    np.testing.assert_array_equal(ours.scale_[2:], 1.0)
+    np.testing.assert_array_equal(ref.scale_[2:], 1.0)
+    # Constant columns far from the middle with many rows: the rounding error
+    # of the one-pass variance grows like n eps (scale_ was about 2).
+    X = np.full((100_000, 3), [0.93e6, -0.77e6, 0.31e6])
+    ours = StandardScaler(bounds=(-1e6, 1e6), epsilon=np.inf).fit(X)
+    np.testing.assert_array_equal(ours.scale_, 1.0)

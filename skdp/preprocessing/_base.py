@@ -15,6 +15,14 @@ class PrivateTransformerMixin(PrivateEstimatorMixin):
     :func:`skdp.privacy.spent` can compose the steps of a pipeline exactly.
     """
 
+    def _fit_is_free(self):
+        """Whether ``fit`` reads nothing from the data but its shape (public).
+
+        Such a fit is not a leak whatever ``epsilon`` says (even ``inf``):
+        :func:`skdp.check_pipeline` does not list it.
+        """
+        return False
+
     def _plan_or_free(self, event):
         """``NonPrivateDpEvent`` at ``epsilon=inf``; ``event`` otherwise."""
         return NonPrivateDpEvent() if np.isinf(self.epsilon) else event

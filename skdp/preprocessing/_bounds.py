@@ -19,7 +19,13 @@ from ..privacy import (
     reachable_quantile_level,
 )
 
-__all__ = ["check_bounds", "bounds_event", "estimate_bounds", "QUANTILE_RANGE"]
+__all__ = [
+    "check_bounds",
+    "bounds_event",
+    "estimate_bounds",
+    "saturate",
+    "QUANTILE_RANGE",
+]
 
 #: Public search range of the private bound quantiles, in ``asinh`` units:
 #: ``|x| <= 1e12``, cut into 2048 cells (relative resolution about 3%).
@@ -49,8 +55,8 @@ def check_bounds(bounds, n_features):
     Raises
     ------
     ValueError
-        If the bounds are not finite, have the wrong length, or
-        ``lower >= upper`` somewhere. They are public: the error reveals
+        If the bounds or their widths are not finite, have the wrong length,
+        or ``lower >= upper`` somewhere. They are public: the error reveals
         nothing about the data.
     """
     try:
@@ -74,6 +80,14 @@ def check_bounds(bounds, n_features):
         out.append(b)
     if np.any(out[0] >= out[1]):
         raise ValueError("bounds: every lower bound must be below its upper bound.")
+    with np.errstate(over="ignore"):
+        width = out[1] - out[0]
+    if not np.all(np.isfinite(width)):
+        # The statistics map each range to [-1/2, 1/2] by its width: an
+        # overflowing width would make every released statistic NaN.
+        raise ValueError(
+            "bounds: upper - lower must be a finite float (below about 1.8e308)."
+        )
     return out[0], out[1]
 
 
@@ -161,3 +175,24 @@ def estimate_bounds(X, epsilon_q, rng):
             lo, hi = mid - 0.5 * cell, mid + 0.5 * cell
         lower[j], upper[j] = math.sinh(lo), math.sinh(hi)
     return lower, upper
+
+
+def saturate(X):
+    """Replace, in place, values that overflowed to ``+-inf`` by ``+-max float``.
+
+    ``transform`` output on private rows: validated input is finite, so an
+    infinity can only come from an overflow on an extreme value, and the next
+    step of a pipeline would raise on it (an error one record triggers is a
+    release). NaN cannot arise from finite input and finite parameters.
+
+    Parameters
+    ----------
+    X : ndarray of float
+
+    Returns
+    -------
+    X : ndarray
+        The same array.
+    """
+    big = np.finfo(X.dtype).max
+    return np.clip(X, -big, big, out=X)

@@ -167,6 +167,10 @@ class SimpleImputer(
         self.accountant = accountant
         self.random_state = random_state
 
+    def _fit_is_free(self):
+        """Whether ``fit`` reads nothing from the data (see ``_base``)."""
+        return self.strategy == "constant"
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Set the fill values (privately for ``strategy="mean"``).

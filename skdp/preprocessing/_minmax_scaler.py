@@ -13,7 +13,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..privacy import NoOpDpEvent
 from ._base import PrivateTransformerMixin
-from ._bounds import bounds_event, check_bounds, estimate_bounds, quantile_epsilon
+from ._bounds import (
+    bounds_event,
+    check_bounds,
+    estimate_bounds,
+    quantile_epsilon,
+    saturate,
+)
 
 __all__ = ["MinMaxScaler"]
 
@@ -43,7 +49,8 @@ class MinMaxScaler(
         Output range.
     clip : bool, default=True
         Clip transformed values to ``feature_range`` (values outside the
-        bounds then map to its ends).
+        bounds then map to its ends). Without it, a result that overflows
+        saturates at the largest float, never ``inf``.
     epsilon : float, default=1.0
         Budget of the bound estimation (unused with declared bounds).
     delta : float or None, default=None
@@ -120,6 +127,10 @@ class MinMaxScaler(
         self.accountant = accountant
         self.random_state = random_state
 
+    def _fit_is_free(self):
+        """Whether ``fit`` reads nothing from the data (see ``_base``)."""
+        return self.bounds is not None
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Set the affine map from the bounds (estimated privately if ``None``).
@@ -176,10 +187,17 @@ class MinMaxScaler(
         """
         check_is_fitted(self, "n_samples_seen_")
         X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
-        X *= self.scale_
-        X += self.min_
+        # Rows may be private (a Pipeline's fit transforms its training data):
+        # an overflow on an extreme value must not warn (a warning that one
+        # record triggers is a release); clipping then maps it to the end.
+        with np.errstate(all="ignore"):
+            X *= self.scale_
+            X += self.min_
         if self.clip:
             np.clip(X, self.feature_range[0], self.feature_range[1], out=X)
+        else:
+            # An overflow to inf would make the next step raise on one record.
+            saturate(X)
         return X
 
     def inverse_transform(self, X):
@@ -195,6 +213,7 @@ class MinMaxScaler(
         """
         check_is_fitted(self, "n_samples_seen_")
         X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
-        X -= self.min_
-        X /= self.scale_
+        with np.errstate(all="ignore"):
+            X -= self.min_
+            X /= self.scale_
         return X

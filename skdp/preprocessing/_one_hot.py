@@ -1,5 +1,7 @@
 """One-hot encoding of declared (public) categories, at no privacy cost."""
 
+import warnings
+
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.preprocessing import OneHotEncoder as _SklearnOneHotEncoder
@@ -31,7 +33,9 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
         ``None`` raises with a message that says what to pass.
     handle_unknown : {"ignore", "error"}, default="ignore"
         A value outside the declared categories is encoded as all zeros
-        (``"ignore"``) or raises (``"error"``). ``"error"`` at ``fit`` reveals
+        (``"ignore"``, silently: scikit-learn's warning about it when ``drop``
+        is set is suppressed, since it would reveal that some private record
+        holds an undeclared value) or raises (``"error"``). ``"error"`` at ``fit`` reveals
         that some record holds an undeclared value: use it to validate a
         schema, not on data whose contents must stay private.
     drop : {"first", "if_binary"}, array-like or None, default=None
@@ -117,6 +121,10 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
         self.accountant = accountant
         self.random_state = random_state
 
+    def _fit_is_free(self):
+        """Whether ``fit`` reads nothing from the data (see ``_base``)."""
+        return self.handle_unknown != "error"  # "error" checks every value
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Set up the encoding of the declared categories (reads no values).
@@ -181,7 +189,14 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
         ndarray or sparse matrix of shape (n_samples, n_encoded_features)
         """
         check_is_fitted(self, "encoder_")
-        return self.encoder_.transform(X)
+        with warnings.catch_warnings():
+            # With ``drop`` set, scikit-learn warns when a value is not among
+            # the categories. In a Pipeline's fit the rows are private: that
+            # warning would reveal that some record holds an undeclared value.
+            warnings.filterwarnings(
+                "ignore", message="Found unknown categories", category=UserWarning
+            )
+            return self.encoder_.transform(X)
 
     def inverse_transform(self, X):
         """Back to categories (``None`` for all-zero rows of ignored unknowns).

@@ -19,7 +19,13 @@ from ..privacy import (
     calibrate_noise_multiplier,
 )
 from ._base import PrivateTransformerMixin
-from ._bounds import bounds_event, check_bounds, estimate_bounds, quantile_epsilon
+from ._bounds import (
+    bounds_event,
+    check_bounds,
+    estimate_bounds,
+    quantile_epsilon,
+    saturate,
+)
 from ._moments import private_moments
 
 __all__ = ["StandardScaler"]
@@ -61,7 +67,8 @@ class StandardScaler(
         ``transform`` clips each column to ``bounds_`` first, the range the
         statistics describe (no change for data inside declared bounds). A
         value far outside estimated bounds would otherwise be scaled by a
-        standard deviation that never saw it.
+        standard deviation that never saw it. With ``clip=False`` a result
+        that overflows saturates at the largest float, never ``inf``.
     epsilon : float, default=1.0
         Privacy budget of the fit, in (0, inf]. ``inf`` is not private.
     delta : float or None, default=None
@@ -111,9 +118,13 @@ class StandardScaler(
     row moves each pair by at most ``1 / n`` in L2 norm, so the vector has
     sensitivity ``sqrt(d) / n`` and one ``GaussianDpEvent`` covers it. The
     variance is ``E[u**2] - E[u]**2``, floored at the noise level of
-    ``E[u**2]``; a variance below ``10 eps width**2`` (a constant column
-    up to rounding, only possible without noise) gets ``scale_ = 1`` as in
-    scikit-learn. With estimated bounds the plan is the composition of the
+    ``E[u**2]``; a variance below ``2 n eps`` times the second moment about
+    the middle of the range, ``width**2 E[u**2]`` (a constant column up to
+    rounding, only possible without noise), gets ``scale_ = 1`` as in
+    scikit-learn. This one-pass variance has a relative rounding error of
+    up to about ``n eps E[u**2] / var(u)``: without noise it matches
+    scikit-learn to that precision (worse for a column far from the middle
+    of bounds much wider than its spread). With estimated bounds the plan is the composition of the
     ``2 d`` pure-epsilon quantiles and the Gaussian release, certified
     exactly (privacy loss distributions). Floating-point Gaussian
     sampling is not exactly DP (Mironov 2012).
@@ -187,6 +198,10 @@ class StandardScaler(
         z = calibrate_noise_multiplier(make, self.epsilon, delta)
         return make(z), eps_q, z
 
+    def _fit_is_free(self):
+        """Whether ``fit`` reads nothing from the data (see ``_base``)."""
+        return not (self.with_mean or self.with_std)
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Release the private means and standard deviations.
@@ -225,8 +240,17 @@ class StandardScaler(
         if self.with_std:
             self.var_ = var
             # Constant up to rounding (only possible without noise): scale 1,
-            # as scikit-learn does.
-            tiny = 10 * np.finfo(np.float64).eps * (upper - lower) ** 2
+            # as scikit-learn does. The rounding error of E[u**2] - E[u]**2
+            # is relative to E[u**2], the released second moment about the
+            # middle of the range (post-processing), and grows like n eps
+            # (row-wise sums): scikit-learn's own rule has the same n eps.
+            # A fixed 10 eps width**2 gave scale 1 to a column with a small
+            # real spread in wide bounds, and a tiny scale to a constant
+            # column far from the middle when n is large.
+            mid = lower + 0.5 * (upper - lower)
+            with np.errstate(all="ignore"):
+                second = var + (mean - mid) ** 2
+            tiny = 2 * n * np.finfo(np.float64).eps * second
             self.scale_ = np.where(var <= tiny, 1.0, np.sqrt(var))
         self._record_privacy(plan)
         return self
@@ -246,10 +270,17 @@ class StandardScaler(
         X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
         if self.clip and self.bounds_ is not None:
             np.clip(X, *self.bounds_, out=X)
-        if self.with_mean:
-            X -= self.mean_
-        if self.with_std:
-            X /= self.scale_
+        # Rows may be private (a Pipeline's fit transforms its training data):
+        # with clip=False an extreme value can overflow, and that must not
+        # warn (a warning that one record triggers is a release).
+        with np.errstate(all="ignore"):
+            if self.with_mean:
+                X -= self.mean_
+            if self.with_std:
+                X /= self.scale_
+        # An overflow to inf (clip=False) would make the next step raise on
+        # one record.
+        saturate(X)
         return X
 
     def inverse_transform(self, X):
@@ -265,8 +296,9 @@ class StandardScaler(
         """
         check_is_fitted(self, "n_samples_seen_")
         X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
-        if self.with_std:
-            X *= self.scale_
-        if self.with_mean:
-            X += self.mean_
+        with np.errstate(all="ignore"):
+            if self.with_std:
+                X *= self.scale_
+            if self.with_mean:
+                X += self.mean_
         return X

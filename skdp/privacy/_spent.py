@@ -37,7 +37,9 @@ def spent(estimator, *, delta=None):
         A pipeline, a column transformer, a feature union or a single step.
     delta : float, optional
         Report epsilon at this delta. Default: the sum of the accountants'
-        ``delta`` and of the other steps' spent deltas.
+        ``delta`` and of the other steps' spent deltas. Below the summed
+        deltas of the steps counted by basic composition, the epsilon is
+        infinite.
 
     Returns
     -------
@@ -99,6 +101,10 @@ def spent(estimator, *, delta=None):
         delta = delta_events + delta_basic
     target = float(delta) - delta_basic
     if not events:
+        # Basic composition certifies (sum of epsilons, sum of deltas) only:
+        # at a smaller delta nothing is certified.
+        if delta_basic > 0 and target < -1e-12 * delta_basic:
+            return (math.inf, float(delta))
         return (eps_basic, float(delta))
     if target <= 0:
         return (math.inf, float(delta))
