@@ -87,6 +87,10 @@ class PrivateEstimatorMixin:
         "random_state": ["random_state", np.random.Generator],
     }
 
+    def _fit_is_free(self):
+        """Whether ``fit`` reads nothing from the data but its shape (public)."""
+        return False
+
     def _begin_private_fit(self, n_samples):
         """Resolve ``delta_`` and build the fit's random generator.
 
@@ -100,7 +104,10 @@ class PrivateEstimatorMixin:
         delta : float
         rng : numpy.random.Generator
         """
-        self.delta_ = resolve_delta(self.delta, n_samples, self.epsilon)
+        # A fit that releases nothing (declared bounds or categories) has no
+        # delta at stake: the cap on the default delta does not apply to it.
+        epsilon = np.inf if self._fit_is_free() else self.epsilon
+        self.delta_ = resolve_delta(self.delta, n_samples, epsilon)
         # Clones share the accountant but copy random_state: give each fit on
         # the ledger its own stream, or CV folds would reuse the same noise.
         # Without an accountant, a clone that kept its parent's random_state
