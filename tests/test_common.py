@@ -39,3 +39,12 @@ def test_sklearn_compatible_with_private_centring(estimator, check):
 )
 def test_sklearn_compatible_risk_estimate_tuning(estimator, check):
     check(estimator)
+
+
+# The clipped-gradient inner solver has its own fit path.
+@parametrize_with_checks(
+    [BilevelRidge(inner_solver="gd", tuning="risk_estimate")],
+    expected_failed_checks=expected_failed_checks,
+)
+def test_sklearn_compatible_gd_inner_solver(estimator, check):
+    check(estimator)

@@ -221,10 +221,13 @@ def plan_ridge_gd(
         feature_scale=True,
         bound_share=bound_share,
     )
-    stages = stage_lengths(n_steps, K)
     if tuning == "risk_estimate":
+        if n_steps < 2:
+            raise ValueError('tuning="risk_estimate" needs at least 2 steps.')
         first = n_steps // 2
         stages = ((first, first - first // 2), (n_steps - first, n_steps - first))
+    else:
+        stages = stage_lengths(n_steps, K)
     return RidgeGDPlan(fit, penalties, stages, z_select, bool(fit_intercept), tuning)
 
 
@@ -261,14 +264,19 @@ class RidgeGDResult:
     info: dict
 
 
-def plugin_penalty(z_grad, n, n_averaged, fit_intercept, max_penalty=MAX_PENALTY):
+def plugin_penalty(
+    z_grad, n, n_averaged, fit_intercept, clip_fraction=0.0, max_penalty=MAX_PENALTY
+):
     """The ``"risk_estimate"`` rule: a penalty from the first stage's release.
 
     The first stage (no penalty) ends with the average ``w`` of its last
     ``m`` iterates. For features of covariance ``s**2 I`` the noise of that
     average has variance ``v = mean_t (2 C_t z / n)**2 / (s**4 m)`` per
     coordinate (``C_t`` the clip levels of the averaged steps, ``z`` the
-    gradient multiplier: public, or private releases), and the ridge
+    gradient multiplier: public, or private releases), divided by
+    ``(1 - p)**2`` for the planned clipped fraction ``p`` (clipped rows add
+    no curvature, so the noise is less damped), or the AR(1) variance of
+    the mean of the averaged iterates (:func:`iterate_noise`) if larger; the ridge
     penalty minimizing the prediction risk of a noisy ``w`` is
     ``omega = s**2 d v / ||theta||**2`` (shrinkage ``||theta||**2 /
     (||theta||**2 + d v)``), with the James-Stein estimate
@@ -285,6 +293,8 @@ def plugin_penalty(z_grad, n, n_averaged, fit_intercept, max_penalty=MAX_PENALTY
     n_averaged : int
         Iterates averaged in the first stage.
     fit_intercept : bool
+    clip_fraction : float, default=0.0
+        Planned fraction ``p`` of clipped per-sample gradients (public).
     max_penalty : float, default=MAX_PENALTY
 
     Returns
@@ -306,7 +316,9 @@ def plugin_penalty(z_grad, n, n_averaged, fit_intercept, max_penalty=MAX_PENALTY
         d = w.size
         window = np.asarray(clips, dtype=float)[-int(n_averaged) :]
         with np.errstate(all="ignore"):
-            v = float(np.mean((2.0 * window * z_grad / n) ** 2)) / (s**4 * n_averaged)
+            v = float(np.mean((2.0 * window * z_grad / n) ** 2)) / (
+                s**4 * n_averaged * (1.0 - clip_fraction) ** 2
+            )
             if windows:
                 v = max(v, iterate_noise(windows[-1][:, :d]))
             signal = float(w @ w) - d * v
@@ -482,7 +494,11 @@ def ridge_gd(X, y, plan, rng, *, step_size=None, margin=SELECTION_MARGIN):
     penalties = [(m, p, a) for p, (m, a) in zip(plan.penalties, plan.stages)]
     if plan.tuning == "risk_estimate":
         rule = plugin_penalty(
-            plan.fit.gd.z_grad, X.shape[0], plan.stages[0][1], plan.fit_intercept
+            plan.fit.gd.z_grad,
+            X.shape[0],
+            plan.stages[0][1],
+            plan.fit_intercept,
+            plan.fit.gd.clip_fraction,
         )
         chosen = []
 

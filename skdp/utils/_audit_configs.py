@@ -47,6 +47,20 @@ AUDIT_VARIANTS = {
             fit_intercept=False,
         ),
     ),
+    # Clipped full-batch DP-GD inner solver with the plug-in penalty: two
+    # gradient steps (the penalty of the second is post-processing of the
+    # first), after the private scale quantiles.
+    "BilevelRidge(inner_solver='gd', tuning='risk_estimate')": (
+        "BilevelRidge",
+        dict(
+            inner_solver="gd",
+            tuning="risk_estimate",
+            inner_max_iter=2,
+            feature_norm=1.0,
+            target_bound=1.0,
+            fit_intercept=False,
+        ),
+    ),
 }
 
 
