@@ -131,8 +131,12 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
           feature and target scales, Algorithm 4's truncation, per-sample
           gradients clipped at private adaptive levels, exact GDP
           accounting), ``inner_max_iter`` steps with the ridge penalty
-          (intercept unpenalized) in the proximal step. Needs no bounds:
-          ``feature_norm`` and ``target_bound``, if given, only clip.
+          (intercept unpenalized) in the proximal step. Needs no bounds;
+          ``feature_norm`` and ``target_bound``, if given, clip and set the
+          units (rows scaled to norm ``sqrt(n_features)``, targets to
+          ``|y| <= 3``), which matters at small ``n`` (a few hundred rows),
+          where the scales cannot be estimated privately and standardized
+          data is assumed.
           With ``tuning="risk_estimate"`` (recommended) the first half of
           the steps runs without penalty; the penalty of the second half
           minimizes a plug-in prediction risk of that first model (noise
@@ -694,11 +698,20 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             tuning=self.tuning,
         )
         self._spend(plan.event)
+        # public units: rows of norm <= sqrt(d), |y| <= 3, the standardized
+        # scales the solver falls back to when n is too small to estimate
+        # them privately (a per-record map with public constants)
+        a, c = 1.0, 1.0
         if self.feature_norm is not None:
             X = clip_rows(X, self.feature_norm)
+            a = math.sqrt(d) / self.feature_norm
         if self.target_bound is not None:
             y = clip_targets(y, self.target_bound)
-        result = ridge_gd(np.ascontiguousarray(X), y, plan, rng)
+            c = 3.0 / self.target_bound
+        result = ridge_gd(np.ascontiguousarray(X * a), y * c, plan, rng)
+        result.coef = result.coef * (a / c)
+        result.intercept = result.intercept / c
+        result.omega, result.omegas = result.omega * a * a, result.omegas * a * a
         self._record_privacy(plan.event)
         nan = float("nan")
         self.feature_norm_ = nan if self.feature_norm is None else self.feature_norm
