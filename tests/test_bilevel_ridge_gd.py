@@ -257,3 +257,18 @@ def test_unsupported_combinations_raise_before_spending(params):
     X, y, _ = _linear(np.random.default_rng(9), 200, 2)
     with pytest.raises(ValueError, match="inner_solver"):
         BilevelRidge(**params).fit(X, y)
+
+
+@pytest.mark.parametrize("solver", ["loc_gd", "output_perturbation"])
+def test_retired_inner_solvers_warn(solver):
+    X, y, _ = _linear(np.random.default_rng(10), 200, 2)
+    model = BilevelRidge(
+        inner_solver=solver,
+        max_iter=2,
+        inner_max_iter=5,
+        feature_norm=5.0,
+        target_bound=10.0,
+        random_state=0,
+    )
+    with pytest.warns(FutureWarning, match='inner_solver="gd"'):
+        model.fit(X, y)

@@ -1,6 +1,7 @@
 """BilevelRidge: private ridge regression with a privately tuned penalty."""
 
 import math
+import warnings
 from dataclasses import replace
 from numbers import Integral, Real
 
@@ -38,6 +39,26 @@ _BOUND_RANGE = (1e-6, 1e6)
 # and the bound, hence the noise, can blow up (measured on load_diabetes).
 _BOUND_MIN_N_EPSILON = 64.0
 _BOUND_MAX_SHARE = 0.5
+
+
+#: Deprecated inner solvers and the measured reason (a public parameter: the
+#: warning reveals nothing about the data).
+_RETIRED_SOLVERS = {
+    "loc_gd": (
+        "its 2 max_iter inner solves of inner_rounds * inner_max_iter noisy "
+        "steps (40,000 with the defaults) share the budget, so each mean "
+        "gradient carries about 40 times the noise of one 100-step DP-GD run "
+        "at the same clip norm, which the penalized problem's lambda "
+        "multiplies again"
+    ),
+    "output_perturbation": (
+        "the sensitivity of an exact ridge solution grows like 1 / omega**2 "
+        "(the public Lipschitz bound grows with the ball radius ~ 1 / omega), "
+        "so its released models carry noise orders of magnitude above the "
+        "signal except at very large penalties, and 2 max_iter of them share "
+        "the budget"
+    ),
+}
 
 
 def _bound_quantile(n, epsilon):
@@ -166,13 +187,15 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
           rounds of ``inner_max_iter`` noisy projected gradient steps with
           per-record clipping, noise calibrated to the steps actually run.
 
-        The default was chosen by measurement (``benchmarks/bilevel_ridge.py``):
-        it is both the most accurate and the fastest. The other two are there
-        for comparison with the paper and are **not** recommended: in that
-        benchmark (n = 1e4, d = 20) their mean excess risk is 79 to 38,000
-        times the default's, because each of their many releases gets a
-        small share of the budget; single fits can have a strongly negative
-        R^2.
+        ``"output_perturbation"`` and ``"loc_gd"`` are **deprecated** (a
+        ``FutureWarning`` at fit gives the measured reason). They are there
+        for comparison with the paper and are **not** recommended: in
+        ``benchmarks/bilevel_ridge.py`` (n = 1e4, d = 20) their mean excess
+        risk is 79 to 38,000 times the sufficient statistics', because each
+        of their many releases gets a small share of the budget and the
+        output-perturbation sensitivity grows like ``1 / omega**2``
+        (``benchmarks/results/bilevel_ridge_inner_noise.md``); single fits
+        can have a strongly negative R^2.
     tuning : {"bilevel", "risk_estimate", "path"}, default="bilevel"
         Upper level of the tuning problem. With ``inner_solver="gd"``:
         ``"risk_estimate"`` or ``"path"`` (see ``inner_solver``; the
@@ -583,6 +606,15 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 'inner_solver="gd" supports tuning="risk_estimate" or "path", and '
                 'tuning="path" needs inner_solver="gd"; got '
                 f"inner_solver={self.inner_solver!r}, tuning={self.tuning!r}."
+            )
+        if self.inner_solver in _RETIRED_SOLVERS:
+            warnings.warn(
+                f"inner_solver={self.inner_solver!r} is deprecated and will be "
+                f"removed: {_RETIRED_SOLVERS[self.inner_solver]} "
+                "(benchmarks/results/bilevel_ridge_inner_noise.md). Use "
+                'inner_solver="gd".',
+                FutureWarning,
+                stacklevel=2,
             )
         delta, rng = self._begin_private_fit(n)
         if self.inner_solver == "gd":
