@@ -1,12 +1,14 @@
 """BilevelRidge(inner_solver="gd"): coupled runs, accounting, epsilon=inf, tuning."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from sklearn.linear_model import Ridge
 
 from skdp import BilevelRidge
+from skdp.linear_model import _bilevel_ridge as bilevel_module
 from skdp.losses import SquaredLoss
 from skdp.privacy import certify_epsilon, gdp_delta, gdp_mu, gdp_mu_of
 from skdp.solvers import bilevel_ridge_gd as rgd
@@ -272,3 +274,36 @@ def test_retired_inner_solvers_warn(solver):
     )
     with pytest.warns(FutureWarning, match='inner_solver="gd"'):
         model.fit(X, y)
+
+
+@pytest.mark.parametrize("index", [1, 3])
+def test_public_units_keep_the_ridge_convention(monkeypatch, index):
+    # n too small for private scales at delta=1e-6: the public bounds set the
+    # units; alpha_ is still the penalty of Ridge(alpha_) in the data's units.
+    monkeypatch.setattr(rgd, "select_candidate", lambda *a, **k: index)
+    real_plan = bilevel_module.plan_ridge_gd
+
+    def plan_with_public_scales(*args, **kwargs):
+        # epsilon=inf can estimate every scale; force the small-n branch
+        plan = real_plan(*args, **kwargs)
+        fit = replace(plan.fit, default_scales=True, n_scales=0, feature_scale=False)
+        return replace(plan, fit=fit)
+
+    monkeypatch.setattr(bilevel_module, "plan_ridge_gd", plan_with_public_scales)
+    rng = np.random.default_rng(11)
+    X, y, _ = _linear(rng, 300, 3)
+    X, y = 3.0 * X, 10.0 * y
+    m = BilevelRidge(
+        epsilon=np.inf,
+        delta=1e-6,
+        inner_solver="gd",
+        tuning="path",
+        feature_norm=1e3,  # clips nothing
+        target_bound=1e4,
+        random_state=0,
+    )
+    m.fit(X, y)
+    assert 0 < m.alpha_ < np.inf
+    ref = Ridge(alpha=m.alpha_).fit(X, y)
+    np.testing.assert_allclose(m.coef_, ref.coef_, rtol=1e-3, atol=1e-3)
+    assert m.intercept_ == pytest.approx(ref.intercept_, rel=1e-3)

@@ -153,11 +153,11 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
           gradients clipped at private adaptive levels, exact GDP
           accounting), ``inner_max_iter`` steps with the ridge penalty
           (intercept unpenalized) in the proximal step. Needs no bounds;
-          ``feature_norm`` and ``target_bound``, if given, clip and set the
-          units (rows scaled to norm ``sqrt(n_features)``, targets to
-          ``|y| <= 3``), which matters at small ``n`` (a few hundred rows),
-          where the scales cannot be estimated privately and standardized
-          data is assumed.
+          ``feature_norm`` and ``target_bound``, if given, clip; where ``n``
+          is too small for this budget to estimate the scales privately
+          (a few hundred rows at ``delta = 1e-6``), they also set the units
+          (rows scaled to norm ``sqrt(n_features)``, targets to
+          ``|y| <= 3``), since standardized data is then assumed.
           With ``tuning="risk_estimate"`` (recommended) the first half of
           the steps runs without penalty; the penalty of the second half
           minimizes a plug-in prediction risk of that first model (noise
@@ -730,20 +730,26 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             tuning=self.tuning,
         )
         self._spend(plan.event)
-        # public units: rows of norm <= sqrt(d), |y| <= 3, the standardized
-        # scales the solver falls back to when n is too small to estimate
-        # them privately (a per-record map with public constants)
+        # When n is too small to estimate the scales privately (a public
+        # fact of the plan), the solver assumes standardized data: the public
+        # bounds then set the units (rows of norm <= sqrt(d), |y| <= 3), a
+        # per-record map with public constants.
         a, c = 1.0, 1.0
         if self.feature_norm is not None:
             X = clip_rows(X, self.feature_norm)
-            a = math.sqrt(d) / self.feature_norm
+            if plan.fit.default_scales:
+                a = math.sqrt(d) / self.feature_norm
         if self.target_bound is not None:
             y = clip_targets(y, self.target_bound)
-            c = 3.0 / self.target_bound
+            if plan.fit.default_scales:
+                c = 3.0 / self.target_bound
         result = ridge_gd(np.ascontiguousarray(X * a), y * c, plan, rng)
+        # x' = a x, y' = c y: coef = a coef' / c, and the penalty omega' on
+        # ||coef'||**2 is omega' / a**2 on ||coef||**2 (after dividing the
+        # objective by c**2)
         result.coef = result.coef * (a / c)
         result.intercept = result.intercept / c
-        result.omega, result.omegas = result.omega * a * a, result.omegas * a * a
+        result.omega, result.omegas = result.omega / a**2, result.omegas / a**2
         self._record_privacy(plan.event)
         nan = float("nan")
         self.feature_norm_ = nan if self.feature_norm is None else self.feature_norm
