@@ -16,9 +16,9 @@ Methods (``benchmarks/_baselines.py`` pins the baselines):
   ``gd_risk_nobounds``: the same without bounds;
 - ``gd_path``: ``BilevelRidge(inner_solver="gd", tuning="path")`` with the
   bounds;
-- ``ss_bilevel``, ``ss_risk``: ``BilevelRidge()`` and
-  ``BilevelRidge(tuning="risk_estimate")`` (sufficient statistics) with the
-  task's public bounds;
+- ``ss_bilevel``, ``ss_risk``: ``BilevelRidge(inner_solver=
+  "sufficient_statistics")`` (the paper's bilevel loop, the previous default)
+  and the same with ``tuning="risk_estimate"``, with the task's public bounds;
 - ``htlr``: ``HeavyTailedLinearRegression()`` (defaults);
 - ``dpgd[C]``: full-batch DP-GD, 100 steps, fixed clip ``C`` in data units,
   step tuned on an independent replicate; ``dpgd_best`` is the clip with the
@@ -164,10 +164,11 @@ def run_methods(X, y, eps, seed, bounds, box, steps, score):
                 BilevelRidge(inner_solver="gd", **params, **common).fit(X, y)
             ),
         )
-    timed("ss_bilevel", lambda: _coef(BilevelRidge(**fb, **common).fit(X, y)))
+    ss = dict(inner_solver="sufficient_statistics", **fb, **common)
+    timed("ss_bilevel", lambda: _coef(BilevelRidge(**ss).fit(X, y)))
     timed(
         "ss_risk",
-        lambda: _coef(BilevelRidge(tuning="risk_estimate", **fb, **common).fit(X, y)),
+        lambda: _coef(BilevelRidge(tuning="risk_estimate", **ss).fit(X, y)),
     )
     timed("htlr", lambda: _coef(HeavyTailedLinearRegression(**common).fit(X, y)))
     for clip in CLIPS:
