@@ -115,7 +115,10 @@ def measured():
             "output_perturbation",
             lambda: BilevelRidge(inner_solver="output_perturbation", **bounds),
         ),
-        ("sufficient_statistics", lambda: BilevelRidge(**bounds)),
+        (
+            "sufficient_statistics",
+            lambda: BilevelRidge(inner_solver="sufficient_statistics", **bounds),
+        ),
         (
             "gd (risk_estimate)",
             lambda: BilevelRidge(inner_solver="gd", tuning="risk_estimate"),

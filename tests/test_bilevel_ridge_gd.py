@@ -217,6 +217,16 @@ def test_one_stage_is_the_unstaged_run():
 
 
 # -- the tuning ---------------------------------------------------------------
+def test_default_is_gd_with_the_risk_estimate():
+    X, y, _ = _linear(np.random.default_rng(12), 500, 3)
+    m = BilevelRidge(random_state=0).fit(X, y)
+    ref = BilevelRidge(inner_solver="gd", tuning="risk_estimate", random_state=0).fit(
+        X, y
+    )
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
+    assert m.alpha_ == ref.alpha_
+
+
 def test_risk_estimate_penalizes_noise_and_not_signal():
     rng = np.random.default_rng(8)
     n, d = 3000, 10
@@ -251,8 +261,8 @@ def test_stage_lengths_add_up():
 @pytest.mark.parametrize(
     "params",
     [
-        dict(inner_solver="gd"),  # tuning="bilevel" is the split loop
-        dict(tuning="path"),
+        dict(inner_solver="gd", tuning="bilevel"),  # the split loop
+        dict(inner_solver="sufficient_statistics", tuning="path"),
     ],
 )
 def test_unsupported_combinations_raise_before_spending(params):
