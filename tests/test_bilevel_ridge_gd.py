@@ -1,6 +1,7 @@
 """BilevelRidge(inner_solver="gd"): coupled runs, accounting, epsilon=inf, tuning."""
 
 import math
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -317,3 +318,18 @@ def test_public_units_keep_the_ridge_convention(monkeypatch, index):
     ref = Ridge(alpha=m.alpha_).fit(X, y)
     np.testing.assert_allclose(m.coef_, ref.coef_, rtol=1e-3, atol=1e-3)
     assert m.intercept_ == pytest.approx(ref.intercept_, rel=1e-3)
+
+
+def test_small_n_without_bounds_warns_from_public_quantities():
+    # the rule depends on n and the budget only, so it is the same for any
+    # data of that size; with both public bounds there is nothing to warn
+    rng = np.random.default_rng(13)
+    X, y, _ = _linear(rng, 300, 3)
+    kw = dict(epsilon=1.0, delta=1e-6, random_state=0)
+    with pytest.warns(UserWarning, match="too small for this budget"):
+        BilevelRidge(**kw).fit(X, y)
+    with pytest.warns(UserWarning, match="too small for this budget"):
+        BilevelRidge(**kw).fit(100.0 * X, -y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        BilevelRidge(feature_norm=10.0, target_bound=20.0, **kw).fit(X, y)

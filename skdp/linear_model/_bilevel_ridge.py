@@ -767,6 +767,18 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             fit_intercept=self.fit_intercept,
             tuning=self._tuning(),
         )
+        if plan.fit.default_scales and (
+            self.feature_norm is None or self.target_bound is None
+        ):
+            # a public rule of n and the budget: the warning costs no privacy
+            warnings.warn(
+                f"n_samples={n} is too small for this budget to estimate the "
+                "data's scales privately: the fit assumes standardized data (row "
+                "norms about sqrt(n_features), |y| <= 3). Pass public "
+                "feature_norm and target_bound: they then set the units.",
+                UserWarning,
+                stacklevel=3,
+            )
         self._spend(plan.event)
         # When n is too small to estimate the scales privately (a public
         # fact of the plan), the solver assumes standardized data: the public
