@@ -333,3 +333,20 @@ def test_small_n_without_bounds_warns_from_public_quantities():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         BilevelRidge(feature_norm=10.0, target_bound=20.0, **kw).fit(X, y)
+
+
+def test_statistical_noise_recovers_the_residual_scale():
+    # clip level = the 1 - p quantile of |r| ||x|| on Gaussian residuals and
+    # rows: sigma comes back within a few percent; nothing without clipping
+    rng = np.random.default_rng(14)
+    n, D, sigma, p = 200_000, 9, 3.0, 0.3
+    X = rng.normal(size=(n, D))
+    r = sigma * rng.normal(size=n)
+    clip = float(np.quantile(np.abs(r) * np.linalg.norm(X, axis=1), 1 - p))
+    v = rgd.statistical_noise(clip, 1.0, D, p, n)
+    assert math.sqrt(v * n) == pytest.approx(sigma, rel=0.05)
+    assert rgd.statistical_noise(clip, 1.0, D, 0.0, n) == 0.0
+    f_off = rgd.plugin_penalty(10.0, n, 25, True, p)
+    f_on = rgd.plugin_penalty(10.0, n, 25, True, p, statistical=True)
+    w = [np.append(np.full(D - 1, 0.3), 1.0)]
+    assert f_on(w, np.full(50, clip), 1.0) > f_off(w, np.full(50, clip), 1.0)
