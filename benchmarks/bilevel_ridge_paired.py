@@ -57,6 +57,7 @@ def paired(snr, n, offset, reps=REPS):
             feature_norm=bounds[0],
             target_bound=bounds[1],
             random_state=rep + offset,
+            inner_solver="sufficient_statistics",  # the subject (default: "gd")
         )
         for k, cls in [("default", BilevelRidge), *VARIANTS.items()]:
             m = cls(**kw).fit(X, y)

@@ -27,7 +27,14 @@ X = rng.normal(size=(n, d))
 coef = rng.normal(size=d) * 0.05  # a weak signal: a large penalty is best
 y = X @ coef + 2.0 * rng.normal(size=n)
 
-model = BilevelRidge(epsilon=1.0, feature_norm=8.0, target_bound=8.0, random_state=0)
+# The alpha path is that of the paper's bilevel loop (sufficient statistics).
+model = BilevelRidge(
+    epsilon=1.0,
+    feature_norm=8.0,
+    target_bound=8.0,
+    inner_solver="sufficient_statistics",
+    random_state=0,
+)
 model.fit(X, y)
 
 # Non-private validation curve on a split of the same size (for reference only).

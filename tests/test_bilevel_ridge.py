@@ -39,6 +39,9 @@ from skdp.solvers.bilevel_ridge_validation import (
 )
 from skdp.utils import clip_rows
 
+# The sufficient-statistics inner solver (the default is "gd").
+SS = "sufficient_statistics"
+
 SOLVERS = ["sufficient_statistics", "output_perturbation", "loc_gd"]
 FAST = {"max_iter": 8, "inner_max_iter": 30}  # keeps loc_gd tests quick
 
@@ -186,10 +189,14 @@ def test_signal_pvalue_attribute():
     without noise, without the test, or with another solver."""
     X, y, _ = linear_data(4000, 4, noise=1.0)
     kw = dict(feature_norm=6.0, target_bound=8.0, random_state=0)
-    p = BilevelRidge(epsilon=1.0, **kw).fit(X, y).signal_pvalue_
+    p = BilevelRidge(inner_solver=SS, epsilon=1.0, **kw).fit(X, y).signal_pvalue_
     assert 0.0 <= p < 0.001  # a clear signal
-    assert math.isnan(BilevelRidge(epsilon=np.inf, **kw).fit(X, y).signal_pvalue_)
-    off = BilevelRidge(epsilon=1.0, signal_test_level=None, **kw).fit(X, y)
+    assert math.isnan(
+        BilevelRidge(inner_solver=SS, epsilon=np.inf, **kw).fit(X, y).signal_pvalue_
+    )
+    off = BilevelRidge(inner_solver=SS, epsilon=1.0, signal_test_level=None, **kw).fit(
+        X, y
+    )
     assert math.isnan(off.signal_pvalue_)
     other = BilevelRidge(
         epsilon=1.0, inner_solver="output_perturbation", max_iter=3, **kw
@@ -523,6 +530,7 @@ def test_non_private_alpha_is_the_validation_optimum(two_fold):
     X, y, _ = linear_data(3000, 10, noise=6.0)
     fraction = 0.5 if two_fold else 0.4
     model = BilevelRidge(
+        inner_solver=SS,
         epsilon=np.inf,
         feature_norm=100.0,
         target_bound=1e3,
@@ -649,6 +657,7 @@ def test_corrected_sign_moves_towards_the_optimum(start):
     reaches the same optimum from either side."""
     X, y, _ = linear_data(3000, 10, noise=6.0)
     model = BilevelRidge(
+        inner_solver=SS,
         epsilon=np.inf,
         feature_norm=100.0,
         target_bound=1e3,
@@ -656,7 +665,11 @@ def test_corrected_sign_moves_towards_the_optimum(start):
         random_state=3,
     ).fit(X, y)
     ref = BilevelRidge(
-        epsilon=np.inf, feature_norm=100.0, target_bound=1e3, random_state=3
+        inner_solver=SS,
+        epsilon=np.inf,
+        feature_norm=100.0,
+        target_bound=1e3,
+        random_state=3,
     ).fit(X, y)
     assert model.alpha_ == pytest.approx(ref.alpha_, rel=0.1)
     assert model.alpha_path_[0] == pytest.approx(start)
@@ -730,7 +743,7 @@ def test_options_spend_the_request(options):
         feature_norm=5.0,
         target_bound=10.0,
         random_state=0,
-        **{**FAST, **options},
+        **{**FAST, **{"inner_solver": SS, **options}},
     ).fit(X, y)
     assert 0.99 * 2.0 <= model.privacy_spent_[0] <= 2.0
     assert np.all(np.isfinite(model.predict(X)))
@@ -743,7 +756,11 @@ def test_accuracy_improves_with_n():
     for n in (2000, 50000):
         X, y, coef = linear_data(n, 5, noise=1.0, seed=5)
         model = BilevelRidge(
-            epsilon=1.0, feature_norm=6.0, target_bound=8.0, random_state=1
+            inner_solver=SS,
+            epsilon=1.0,
+            feature_norm=6.0,
+            target_bound=8.0,
+            random_state=1,
         ).fit(X, y)
         errors.append(np.linalg.norm(model.coef_ - coef))
     assert errors[1] < 0.5 * errors[0]
@@ -756,6 +773,7 @@ def test_shared_accountant_and_clone():
     X, y, _ = linear_data(1000, 3)
     acc = PrivacyAccountant(epsilon=2.0, delta=1e-4)
     est = BilevelRidge(
+        inner_solver=SS,
         epsilon=1.0,
         delta=1e-5,
         feature_norm=5.0,
@@ -779,7 +797,11 @@ def test_shared_accountant_and_clone():
 def _fresh():
     acc = PrivacyAccountant(epsilon=10.0, delta=1e-3)
     est = BilevelRidge(
-        feature_norm=1.0, target_bound=1.0, accountant=acc, random_state=0
+        inner_solver=SS,
+        feature_norm=1.0,
+        target_bound=1.0,
+        accountant=acc,
+        random_state=0,
     )
     return est, acc
 
@@ -802,11 +824,13 @@ def test_huge_values_are_clipped():
     X, y, _ = linear_data(500, 3)
     X[0] = 1e300
     y[1] = -1e300
-    model = BilevelRidge(feature_norm=5.0, target_bound=10.0, random_state=0).fit(X, y)
+    model = BilevelRidge(
+        inner_solver=SS, feature_norm=5.0, target_bound=10.0, random_state=0
+    ).fit(X, y)
     assert np.all(np.isfinite(model.coef_)) and np.isfinite(model.intercept_)
     assert np.all(np.abs(model.predict(X[1:])) < 1e3)
     # With private bounds the extreme values are clipped as well.
-    model = BilevelRidge(random_state=0).fit(X, y)
+    model = BilevelRidge(inner_solver=SS, random_state=0).fit(X, y)
     assert np.isfinite(model.feature_norm_) and model.feature_norm_ < 1e6
 
 
@@ -826,9 +850,11 @@ def test_malformed_inputs_fail_clearly():
     with pytest.raises(TypeError, match="[Ss]parse"):
         est.fit(sp.csr_matrix(X), y)
     with pytest.raises(ValueError, match="alpha_min"):
-        BilevelRidge(alpha_min=10.0, alpha_max=1.0, accountant=acc).fit(X, y)
+        BilevelRidge(
+            inner_solver=SS, alpha_min=10.0, alpha_max=1.0, accountant=acc
+        ).fit(X, y)
     with pytest.raises(ValueError):
-        BilevelRidge(validation_fraction=1.5).fit(X, y)
+        BilevelRidge(inner_solver=SS, validation_fraction=1.5).fit(X, y)
     with pytest.raises(ValueError):
         BilevelRidge(inner_solver="newton").fit(X, y)
     assert acc.ledger == []
@@ -842,7 +868,9 @@ def test_friendly_inputs_work():
     X, y, _ = linear_data(200, 3)
     X[:, 1] = 4.0  # a constant feature
     frame = pd.DataFrame(X, columns=["a", "b", "c"])
-    model = BilevelRidge(feature_norm=8.0, target_bound=10.0, random_state=0)
+    model = BilevelRidge(
+        inner_solver=SS, feature_norm=8.0, target_bound=10.0, random_state=0
+    )
     model.fit(frame, pd.Series(y))
     assert list(model.feature_names_in_) == ["a", "b", "c"]
     pred32 = model.fit(X.astype(np.float32), y).predict(X.astype(np.float32))
@@ -875,9 +903,9 @@ def test_plan_does_not_depend_on_the_penalty_range(solver):
 
 def test_one_given_end_of_the_range_with_private_bounds():
     X, y, _ = linear_data(500, 3)
-    model = BilevelRidge(alpha_min=1e9, random_state=0).fit(X, y)
+    model = BilevelRidge(inner_solver=SS, alpha_min=1e9, random_state=0).fit(X, y)
     assert model.alpha_ == pytest.approx(1e9)
-    model = BilevelRidge(alpha_max=1e-9, random_state=0).fit(X, y)
+    model = BilevelRidge(inner_solver=SS, alpha_max=1e-9, random_state=0).fit(X, y)
     assert model.alpha_ == pytest.approx(1e-9)
 
 
@@ -924,12 +952,16 @@ def test_small_n_private_bounds_get_enough_budget():
     above the data (and the noise blew up) with a large probability."""
     from skdp.linear_model._bilevel_ridge import _bound_quantile
 
-    model = BilevelRidge(epsilon=1.0)
+    model = BilevelRidge(inner_solver=SS, epsilon=1.0)
     assert model._bound_epsilons(1000) == pytest.approx((64 / 1000, 64 / 1000))
     assert model._bound_epsilons(250) == pytest.approx((0.25, 0.25))  # half
     assert model._bound_epsilons(10**5) == pytest.approx((0.05, 0.05))
-    assert BilevelRidge(epsilon=0.2)._bound_epsilons(250) == pytest.approx((0.05, 0.05))
-    assert BilevelRidge(epsilon=1.0, target_bound=1.0)._bound_epsilons(500) == (
+    assert BilevelRidge(inner_solver=SS, epsilon=0.2)._bound_epsilons(
+        250
+    ) == pytest.approx((0.05, 0.05))
+    assert BilevelRidge(inner_solver=SS, epsilon=1.0, target_bound=1.0)._bound_epsilons(
+        500
+    ) == (
         pytest.approx(64 / 500),
         0.0,
     )
@@ -939,7 +971,7 @@ def test_small_n_private_bounds_get_enough_budget():
     p_new = _prob_above_data(norms, _bound_quantile(250, new), new)
     assert p_old > 0.2 and p_new < 0.02
     X, y, _ = linear_data(250, 4)
-    fitted = BilevelRidge(epsilon=1.0, random_state=0).fit(X, y)
+    fitted = BilevelRidge(inner_solver=SS, epsilon=1.0, random_state=0).fit(X, y)
     assert 0.99 <= fitted.privacy_spent_[0] <= 1.0
 
 
@@ -963,7 +995,9 @@ def test_final_penalty_factor():
 
 def test_final_penalty_is_the_tuned_one_rescaled():
     X, y, _ = linear_data(4000, 4, seed=3)
-    model = BilevelRidge(feature_norm=6.0, target_bound=20.0, random_state=1)
+    model = BilevelRidge(
+        inner_solver=SS, feature_norm=6.0, target_bound=20.0, random_state=1
+    )
     model.fit(X, y)
     tuned = model.alpha_path_[model.output_iteration_]
     assert model.alpha_ == pytest.approx(tuned * (1.0 + model.noise_correlation))

@@ -21,6 +21,9 @@ from skdp.solvers.bilevel_ridge_stats import (
     moment_sensitivity,
 )
 
+# The sufficient-statistics inner solver (the default is "gd").
+SS = "sufficient_statistics"
+
 
 def _linear(n, d, snr, seed):
     rng = np.random.default_rng(seed)
@@ -55,12 +58,15 @@ def test_plan_spends_exactly_the_budget(fit_intercept):
 
 def test_estimator_charges_the_budget_and_certifies_it():
     X, y, _ = _linear(2000, 3, 1.0, 0)
-    est = BilevelRidge(epsilon=0.7, delta=1e-6, tuning="risk_estimate", random_state=0)
+    est = BilevelRidge(
+        inner_solver=SS, epsilon=0.7, delta=1e-6, tuning="risk_estimate", random_state=0
+    )
     est.fit(X, y)  # private bounds: their pure-DP share composes in
     assert est.privacy_spent_[0] == pytest.approx(0.7, rel=1e-4)
     assert est.privacy_spent_[0] <= 0.7 * (1 + 1e-9)
     mu = gdp_budget(0.7, 1e-6)
     assert BilevelRidge(
+        inner_solver=SS,
         epsilon=0.7,
         delta=1e-6,
         feature_norm=5.0,
@@ -105,6 +111,7 @@ def test_release_coupled_run_moves_by_at_most_the_sensitivity(fit_intercept):
 def test_without_noise_the_model_is_sklearn_ridge_at_the_cp_minimizer():
     X, y, _ = _linear(3000, 5, 0.3, 2)
     est = BilevelRidge(
+        inner_solver=SS,
         epsilon=np.inf,
         feature_norm=100.0,  # clips nothing
         target_bound=100.0,
@@ -205,6 +212,7 @@ def test_signal_and_margin():
     # Signal: the test rejects and the model is close to theta.
     X, y, theta = _linear(20000, 5, 1.0, 4)
     est = BilevelRidge(
+        inner_solver=SS,
         epsilon=1.0,
         feature_norm=4.0,
         target_bound=6.0,
@@ -220,6 +228,7 @@ def test_signal_and_margin():
     for margin in (1.5, 0.0):
         coefs = [
             BilevelRidge(
+                inner_solver=SS,
                 epsilon=1.0,
                 feature_norm=4.0,
                 target_bound=6.0,
@@ -242,7 +251,9 @@ def test_signal_and_margin():
 def test_options_that_do_not_apply_are_refused(params):
     X, y, _ = _linear(200, 2, 1.0, 6)
     with pytest.raises(ValueError, match="risk_estimate"):
-        BilevelRidge(tuning="risk_estimate", random_state=0, **params).fit(X, y)
+        BilevelRidge(
+            tuning="risk_estimate", random_state=0, **{"inner_solver": SS, **params}
+        ).fit(X, y)
 
 
 def test_solver_result_fields():

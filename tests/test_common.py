@@ -38,7 +38,7 @@ def test_sklearn_compatible_with_private_centring(estimator, check):
 
 # The risk-estimate upper level has its own release and fit path.
 @parametrize_with_checks(
-    [BilevelRidge(tuning="risk_estimate")],
+    [BilevelRidge(tuning="risk_estimate", inner_solver="sufficient_statistics")],
     expected_failed_checks=expected_failed_checks,
 )
 def test_sklearn_compatible_risk_estimate_tuning(estimator, check):
@@ -51,4 +51,14 @@ def test_sklearn_compatible_risk_estimate_tuning(estimator, check):
     public_transformers(), expected_failed_checks=expected_failed_checks
 )
 def test_sklearn_compatible_transformers(estimator, check):
+    check(estimator)
+
+
+# The sufficient-statistics inner solver (the default is "gd") has its own
+# fit path.
+@parametrize_with_checks(
+    [BilevelRidge(inner_solver="sufficient_statistics")],
+    expected_failed_checks=expected_failed_checks,
+)
+def test_sklearn_compatible_sufficient_statistics(estimator, check):
     check(estimator)

@@ -323,6 +323,8 @@ def test_private_feature_norm_of_tied_rows(name):
         est = clone(estimator).set_params(epsilon=1.0, random_state=seed)
         if name == "BilevelRidge":
             est.set_params(feature_norm=None, target_bound=None)
+            # the sufficient statistics estimate the feature norm privately
+            est.set_params(inner_solver="sufficient_statistics")
         else:
             est.set_params(feature_norm=None)
         norms.append(est.fit(X, y, **kwargs).feature_norm_)
@@ -336,4 +338,6 @@ def test_too_small_n_epsilon_for_private_bounds_warns():
     X = rng.normal(size=(40, 3))
     y = X @ np.ones(3)
     with pytest.warns(UserWarning, match="too few to estimate"):
-        BilevelRidge(epsilon=1.0, random_state=0).fit(X, y)
+        BilevelRidge(
+            epsilon=1.0, inner_solver="sufficient_statistics", random_state=0
+        ).fit(X, y)

@@ -241,6 +241,12 @@ def _project(w, center, radius):
     return w if dist <= radius else center + diff * (radius / dist)
 
 
+def _stage_reg(reg, stage_coefs, clip_levels, windows):
+    if not callable(reg):
+        return reg
+    return reg(list(stage_coefs), clip_levels.copy(), list(windows))
+
+
 def _prox_step(w, data_grad, lr, reg, center, radius):
     # argmin_x lr <g, x> + lr reg/2 ||x - center||^2 + 1/2 ||x - w||^2, then
     # projection (Algorithm 1, line 5, with the regulariser centred at center)
@@ -265,6 +271,7 @@ def clipped_dp_gd(
     reg=0.0,
     radius=math.inf,
     row_norms=None,
+    stages=None,
 ):
     """Full-batch DP-GD with per-sample clipping (Algorithm 1, practical form).
 
@@ -312,10 +319,27 @@ def clipped_dp_gd(
         Start (default ``center`` or 0).
     center : ndarray of shape (d,), optional
         Centre of the regulariser and of the domain ball (default 0).
-    reg : float, default=0.0
-        Coefficient of ``reg / 2 * ||w - center||**2``.
+    reg : float or ndarray of shape (d,), default=0.0
+        Coefficient of ``reg / 2 * ||w - center||**2`` (per coordinate if an
+        array, e.g. 0 on an unpenalized intercept column).
     radius : float, default=inf
     row_norms : ndarray of shape (n,), optional
+    stages : sequence of (int, float or ndarray[, int]), optional
+        A penalty path inside the same run: ``(n_steps_k, reg_k)`` pairs
+        whose steps add up to ``plan.n_steps``; stage ``k`` uses ``reg_k``
+        instead of ``reg``, warm started at the end of stage ``k - 1``. An
+        optional third entry is the number of final iterates of the stage
+        that are averaged (default: half of them, rounded up). ``reg_k``
+        may be a callable ``reg_k(stage_coefs, clip_levels, windows)`` of
+        the earlier stages' averages, the clip levels so far and the
+        earlier stages' averaged iterates (arrays of shape (m_k, d)), all
+        private releases, so the penalty is post-processing; it is
+        evaluated when the stage starts. The
+        average of the iterates of each stage is in
+        ``extra["stage_coefs"]`` and ``coef`` is the last one. The plan (and
+        so the privacy cost) is that of one run of ``plan.n_steps`` steps:
+        the penalty is data independent, and the stage averages are
+        post-processing. ``None``: one stage, ``(plan.n_steps, reg)``.
 
     Returns
     -------
@@ -340,6 +364,22 @@ def clipped_dp_gd(
     w = _project(w, center, radius)
     T = int(plan.n_steps)
     q = 1.0 - plan.clip_fraction
+    staged = stages is not None
+    if staged:
+        stages = [
+            (int(st[0]), st[1], int(st[2]) if len(st) > 2 else None) for st in stages
+        ]
+        if sum(k for k, _, _ in stages) != T or min(k for k, _, _ in stages) < 1:
+            raise ValueError("stages must have positive lengths adding up to n_steps.")
+    else:
+        stages = [(T, reg, None)]
+    # step -> (stage index, first averaged step of the stage, last step)
+    stage_of, start = [], 0
+    for k, (length, _, n_last) in enumerate(stages):
+        skip = length // 2 if n_last is None else length - min(max(n_last, 1), length)
+        stage_of += [(k, start + skip, start + length - 1)] * length
+        start += length
+    stage_coefs = []
     if clip is None:
         if clip_range is None:
             raise ValueError("A private clip level needs a clip_range.")
@@ -363,7 +403,9 @@ def clipped_dp_gd(
     step_sizes = np.empty(T)
     acc = np.zeros(d)
     n_avg = 0
-    first_avg = T // 2
+    first_avg = T // 2 if not staged else stage_of[0][1]
+    stage_windows, window = [], []
+    reg = _stage_reg(stages[0][1], stage_coefs, clip_levels[:0], stage_windows)
     # divergence guard state: the last accepted point and the accepted point
     # with the smallest gradient since the clip level last changed, each as
     # (point, released data gradient, norm of the full gradient)
@@ -371,6 +413,11 @@ def clipped_dp_gd(
     X = np.ascontiguousarray(X, dtype=float)
     y = np.ascontiguousarray(y, dtype=float)
     for t in range(T):
+        k, first_avg, last = stage_of[t]
+        if staged and t > 0 and k != stage_of[t - 1][0]:
+            # new penalty: gradient norms of different objectives differ
+            reg = _stage_reg(stages[k][1], stage_coefs, clip_levels[:t], stage_windows)
+            prev = best = None
         if t in checkpoints:
             best = None  # gradient norms at different clip levels differ
 
@@ -422,5 +469,15 @@ def clipped_dp_gd(
         if t >= first_avg:
             acc += w
             n_avg += 1
+            if staged:
+                window.append(w.copy())
+        if staged and t == last:
+            stage_coefs.append(acc / n_avg if n_avg else w.copy())
+            stage_windows.append(np.array(window))
+            acc, n_avg, window = np.zeros(d), 0, []
+    if staged:
+        return GDResult(
+            stage_coefs[-1], clip_levels, step_sizes, T, {"stage_coefs": stage_coefs}
+        )
     coef = acc / n_avg if n_avg else w
     return GDResult(coef, clip_levels, step_sizes, T)

@@ -212,6 +212,7 @@ def known_lipschitz(
     row_norms=None,
     fit_intercept=False,
     scaled_intercept=True,
+    penalties=None,
 ):
     """Algorithm 4 (KnownLipReduction) followed by clipped DP-GD.
 
@@ -262,13 +263,26 @@ def known_lipschitz(
         the warm start costs one more scale quantile.
     scaled_intercept : bool, default=True
         The intercept column is the feature scale ``s`` rather than 1.
+    penalties : sequence of (int, float, int), optional
+        A ridge path in the same run (:func:`clipped_dp_gd`'s ``stages``):
+        ``(n_steps_k, omega_k, n_averaged_k)`` with
+        ``omega_k s**2 / 2 ||coef||**2`` added to the mean loss (``omega_k``
+        is in units of the curvature ``s**2``, ``s`` the private feature
+        scale; the intercept is not penalized). ``omega_k`` may be a
+        callable ``omega_k(stage_coefs, clip_levels, s, windows)`` of the
+        earlier stages' averages (original units), the clip levels so far,
+        ``s`` and the earlier stages' averaged iterates (original units),
+        all private releases. The steps add up to
+        ``plan.gd.n_steps``; the privacy cost is that of ``plan``.
 
     Returns
     -------
     GDResult
         ``coef`` has the intercept (in the units of ``y``) last if
-        ``fit_intercept``. ``extra`` holds the ``"truncation"`` level and
-        the ``"feature_scale"`` ``s`` (private releases).
+        ``fit_intercept``. ``extra`` holds the ``"truncation"`` level, the
+        ``"feature_scale"`` ``s``, the ``"target_scale"`` (``None`` if not
+        released) and, with ``penalties``, the ``"stage_coefs"`` (all
+        private releases), and the public ``"design"``'s intercept value.
 
     References
     ----------
@@ -332,6 +346,27 @@ def known_lipschitz(
             clip_range = (math.log2(truncation) - SEARCH_OCTAVES, math.log2(truncation))
         else:
             clip_range = clip_search_range(loss, truncation, target)
+    stages = None
+    if penalties is not None:
+        mask = np.ones(d)
+        if fit_intercept:
+            mask[-1] = 0.0  # unpenalized intercept, as in scikit-learn's Ridge
+
+        def in_design(omega):
+            if not callable(omega):
+                return float(omega) * design.curvature_scale * mask
+
+            def reg(coefs, clips, windows):
+                orig = [design.to_original(c) for c in coefs]
+                wins = [
+                    np.array([design.to_original(w) for w in win]) for win in windows
+                ]
+                value = omega(orig, clips, design.scale, wins)
+                return float(value) * design.curvature_scale * mask
+
+            return reg
+
+        stages = [(k, in_design(omega), n_avg) for k, omega, n_avg in penalties]
     res = clipped_dp_gd(
         X,
         y,
@@ -345,8 +380,14 @@ def known_lipschitz(
         w0=w0,
         radius=radius,
         row_norms=norms_t,
+        stages=stages,
     )
     res.coef = design.to_original(res.coef)
+    if stages is not None:
+        res.extra["stage_coefs"] = [
+            design.to_original(c) for c in res.extra["stage_coefs"]
+        ]
     res.extra["truncation"] = float(truncation)
     res.extra["feature_scale"] = design.scale
+    res.extra["target_scale"] = None if target is None else float(target)
     return res

@@ -24,9 +24,9 @@ __all__ = ["FAST_PARAMS", "all_estimator_classes", "fast_estimators"]
 FAST_PARAMS = {
     "BilevelRidge": [
         {},
-        {"tuning": "risk_estimate"},
-        {"inner_solver": "loc_gd", "max_iter": 5, "inner_max_iter": 10},
-        {"inner_solver": "output_perturbation", "max_iter": 5},
+        {"tuning": "path"},
+        {"inner_solver": "sufficient_statistics"},
+        {"inner_solver": "sufficient_statistics", "tuning": "risk_estimate"},
     ],
     "HeavyTailedLinearRegression": [
         {"max_iter": 5},

@@ -7,8 +7,9 @@ single release, with public bounds.
 """
 
 AUDIT_PARAMS = {
-    # Tuning fixed to one alpha: ridge on one release of sufficient statistics.
+    # Sufficient statistics, tuning fixed to one alpha: ridge on one release.
     "BilevelRidge": dict(
+        inner_solver="sufficient_statistics",
         feature_norm=1.0,
         target_bound=1.0,
         alpha_min=20.0,
@@ -42,6 +43,21 @@ AUDIT_VARIANTS = {
         "BilevelRidge",
         dict(
             tuning="risk_estimate",
+            inner_solver="sufficient_statistics",
+            feature_norm=1.0,
+            target_bound=1.0,
+            fit_intercept=False,
+        ),
+    ),
+    # The default: clipped full-batch DP-GD inner solver with the plug-in
+    # penalty, two gradient steps (the penalty of the second is
+    # post-processing of the first), after the private scale quantiles.
+    "BilevelRidge(inner_solver='gd', tuning='risk_estimate')": (
+        "BilevelRidge",
+        dict(
+            inner_solver="gd",
+            tuning="risk_estimate",
+            inner_max_iter=2,
             feature_norm=1.0,
             target_bound=1.0,
             fit_intercept=False,

@@ -1,0 +1,352 @@
+"""BilevelRidge(inner_solver="gd"): coupled runs, accounting, epsilon=inf, tuning."""
+
+import math
+import warnings
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from sklearn.linear_model import Ridge
+
+from skdp import BilevelRidge
+from skdp.linear_model import _bilevel_ridge as bilevel_module
+from skdp.losses import SquaredLoss
+from skdp.privacy import certify_epsilon, gdp_delta, gdp_mu, gdp_mu_of
+from skdp.solvers import bilevel_ridge_gd as rgd
+from skdp.solvers import heavy_tailed_bounds as bounds
+from skdp.solvers import heavy_tailed_gd as gd
+
+
+def _linear(rng, n, d, noise=0.5, offset=3.0):
+    X = rng.normal(size=(n, d))
+    coef = np.linspace(1.0, -1.0, d)
+    return X, X @ coef + offset + noise * rng.normal(size=n), coef
+
+
+def _neighbour(X, y, i, row, target):
+    X2, y2 = X.copy(), y.copy()
+    X2[i], y2[i] = row, target
+    return X2, y2
+
+
+# -- coupled runs -------------------------------------------------------------
+def test_penalty_stages_do_not_change_the_gradient_sensitivity(monkeypatch):
+    # Every step of a staged run releases a clipped sum whose value on a
+    # neighbouring dataset, at the same iterate and clip level, differs by at
+    # most 2 C_t (the penalty is data independent and added after the noise);
+    # an extreme replaced record nearly attains it.
+    rng = np.random.default_rng(0)
+    n, d = 400, 3
+    X, y, _ = _linear(rng, n, d)
+    X2, y2 = _neighbour(X, y, 7, np.array([40.0, -40.0, 40.0]), -500.0)
+    seen = []
+    real = gd.clipped_gradient_sum
+
+    def record(Xa, ya, w, inv, C, loss):
+        out = real(Xa, ya, w, inv, C, loss)
+        seen.append((w.copy(), C, out))
+        return out
+
+    monkeypatch.setattr(gd, "clipped_gradient_sum", record)
+    plan = gd.make_full_batch_plan(gdp_mu(1.0, 1e-6), n, d, 12, adaptive_clip=False)
+    stages = [(4, 10.0), (4, 1.0), (4, 0.0)]
+    gd.clipped_dp_gd(
+        X, y, SquaredLoss(), plan, rng, step_size=0.5, clip=2.0, stages=stages
+    )
+    assert len(seen) == 12
+    inv2 = 1.0 / np.linalg.norm(X2, axis=1)
+    ratios = []
+    for w, C, s1 in seen:
+        s2 = real(X2, y2, w, inv2, C, SquaredLoss())
+        gap = float(np.linalg.norm(s1 - s2))
+        assert gap <= 2 * C * (1 + 1e-9)
+        ratios.append(gap / (2 * C))
+    assert max(ratios) > 0.9
+
+
+def test_selection_release_sensitivity_is_attained():
+    # The K - 1 normalized clipped sums of loss differences move by at most
+    # 2 sqrt(K - 1) in L2 between neighbours (fixed candidates, no noise),
+    # and an extreme record nearly attains it.
+    rng = np.random.default_rng(1)
+    n, d = 500, 4
+    X, y, coef = _linear(rng, n, d)
+    cands = [np.append(c * coef, 3.0) for c in (0.0, 0.3, 0.7, 1.0)]
+    K = len(cands)
+    s, Y = 1.0, 8.0
+
+    def normalized(Xa, ya):
+        diffs, _ = rgd.loss_differences(Xa, ya, cands, s, Y, 0.0, rng, True)
+        ref = cands[-1]
+        out = []
+        for w, dk in zip(cands[:-1], diffs[:-1]):
+            diff = w - ref
+            P = 3.0 * s * np.linalg.norm(diff[:-1]) + abs(diff[-1])
+            out.append(dk * n / (P * 2.0 * Y))
+        return np.array(out)
+
+    worst = 0.0
+    for i in range(20):
+        row = rng.normal(size=d) * 50
+        Xa, ya = _neighbour(X, y, i, row, 1e4)
+        Xb, yb = _neighbour(X, y, i, row, -1e4)
+        gap = float(np.linalg.norm(normalized(Xa, ya) - normalized(Xb, yb)))
+        assert gap <= 2 * math.sqrt(K - 1) * (1 + 1e-9)
+        worst = max(worst, gap / (2 * math.sqrt(K - 1)))
+        # and any neighbour of the original data stays within the bound
+        gap = float(np.linalg.norm(normalized(Xa, ya) - normalized(X, y)))
+        assert gap <= 2 * math.sqrt(K - 1) * (1 + 1e-9)
+    assert worst > 0.8
+
+
+# -- accounting ---------------------------------------------------------------
+@pytest.mark.parametrize("tuning", ["risk_estimate", "path"])
+def test_plan_is_exactly_the_budget(tuning):
+    eps, delta, n, d = 1.0, 1e-6, 5000, 6
+    mu = gdp_mu(eps, delta)
+    plan = rgd.plan_ridge_gd(mu, n, d, tuning=tuning)
+    assert gdp_mu_of(plan.event) == pytest.approx(mu, rel=1e-6)
+    # closed-form GDP curve and the shared accountant agree with the target
+    assert gdp_delta(gdp_mu_of(plan.event), eps) <= delta * (1 + 1e-6)
+    assert certify_epsilon(plan.event, delta) == pytest.approx(eps, abs=1e-3)
+
+
+class _NoiseRecorder:
+    def __init__(self, monkeypatch, modules):
+        self.calls = []
+        real = bounds.gaussian_noise
+        for mod in modules:
+            monkeypatch.setattr(mod, "gaussian_noise", self._wrap(real))
+
+    def _wrap(self, real):
+        def noise(rng, std, size=None):
+            self.calls.append((float(std), size))
+            return real(rng, std, size)
+
+        return noise
+
+
+@pytest.mark.parametrize("tuning", ["risk_estimate", "path"])
+def test_ridge_gd_draws_exactly_its_plan(monkeypatch, tuning):
+    rec = _NoiseRecorder(monkeypatch, [bounds, gd, rgd])
+    rng = np.random.default_rng(2)
+    n, d = 4000, 5
+    X, y, _ = _linear(rng, n, d, noise=2.0)
+    plan = rgd.plan_ridge_gd(gdp_mu(1.0, 1e-6), n, d, tuning=tuning)
+    res = rgd.ridge_gd(X, y, plan, rng)
+    fit = plan.fit
+    counts = [c for c in rec.calls if c[1] is None]
+    grads = [c for c in rec.calls if c[1] == d + 1]
+    assert len(counts) == fit.n_scales * bounds.RANGE_STEPS + fit.gd.n_counts
+    assert len(grads) == fit.gd.n_steps
+    np.testing.assert_allclose(
+        [s for s, _ in grads], 2 * res.info["clip_thresholds"] * fit.gd.z_grad
+    )
+    K = len(plan.penalties)
+    selection = [c for c in rec.calls if c[1] == K - 1 and c[1] != d + 1]
+    if tuning == "path":
+        assert selection == [(2 * math.sqrt(K - 1) * plan.z_select, K - 1)]
+    else:
+        assert selection == []
+
+
+def test_estimator_reports_its_budget():
+    rng = np.random.default_rng(3)
+    X, y, _ = _linear(rng, 3000, 4)
+    for tuning in ("risk_estimate", "path"):
+        m = BilevelRidge(
+            epsilon=0.7, inner_solver="gd", tuning=tuning, random_state=0
+        ).fit(X, y)
+        assert m.privacy_spent_[0] <= 0.7 + 1e-9
+        assert m.privacy_spent_[0] == pytest.approx(0.7, abs=1e-3)
+        assert m.privacy_spent_[1] == m.delta_
+
+
+# -- epsilon = inf: the same code path, no noise ------------------------------
+@pytest.mark.parametrize("tuning", ["risk_estimate", "path"])
+def test_epsilon_inf_matches_sklearn_ridge_at_alpha(tuning):
+    rng = np.random.default_rng(4)
+    X, y, _ = _linear(rng, 2000, 4)
+    m = BilevelRidge(
+        epsilon=np.inf, inner_solver="gd", tuning=tuning, random_state=0
+    ).fit(X, y)
+    ref = Ridge(alpha=m.alpha_).fit(X, y)
+    np.testing.assert_allclose(m.coef_, ref.coef_, rtol=1e-4, atol=1e-5)
+    assert m.intercept_ == pytest.approx(ref.intercept_, abs=1e-4)
+
+
+@pytest.mark.parametrize("omega", [0.3, 3.0])
+def test_epsilon_inf_penalized_stage_is_sklearn_ridge(omega):
+    # Ridge convention: mean loss / 2 + omega / 2 ||coef||**2 is Ridge(alpha =
+    # n omega) with an unpenalized intercept; omega is in units of s**2.
+    rng = np.random.default_rng(5)
+    n, d = 3000, 4
+    X, y, _ = _linear(rng, n, d)
+    X = 2.0 * X  # feature scale s ~ 2
+    plan = rgd.plan_ridge_gd(math.inf, n, d, penalties=(omega,))
+    res = rgd.ridge_gd(X, y, plan, rng)
+    assert res.info["feature_scale"] == pytest.approx(2.0, rel=0.1)
+    ref = Ridge(alpha=n * res.omega).fit(X, y)
+    np.testing.assert_allclose(res.coef, ref.coef_, rtol=1e-6)
+    assert res.intercept == pytest.approx(ref.intercept_, abs=1e-6)
+
+
+def test_epsilon_inf_path_candidates_are_ridge_solutions():
+    rng = np.random.default_rng(6)
+    n, d = 3000, 3
+    X, y, _ = _linear(rng, n, d)
+    plan = rgd.plan_ridge_gd(math.inf, n, d, penalties=(10.0, 1.0, 0.1, 0.0))
+    res = rgd.ridge_gd(X, y, plan, rng)
+    for omega, w in zip(res.omegas, res.candidates):
+        ref = Ridge(alpha=n * omega).fit(X, y)
+        np.testing.assert_allclose(w[:-1], ref.coef_, atol=1e-4)
+    # no noise: the in-sample loss decreases with the penalty, the last wins
+    assert res.index == len(res.omegas) - 1
+
+
+def test_one_stage_is_the_unstaged_run():
+    rng = np.random.default_rng(7)
+    X, y, _ = _linear(rng, 1000, 3)
+    plan = gd.make_full_batch_plan(gdp_mu(1.0, 1e-6), 1000, 3, 20)
+    kw = dict(step_size=0.5, clip_range=(-6.0, 6.0), reg=0.2)
+    a = gd.clipped_dp_gd(X, y, SquaredLoss(), plan, np.random.default_rng(1), **kw)
+    b = gd.clipped_dp_gd(
+        X, y, SquaredLoss(), plan, np.random.default_rng(1), stages=[(20, 0.2)], **kw
+    )
+    np.testing.assert_array_equal(a.coef, b.coef)
+    np.testing.assert_array_equal(a.clip_levels, b.clip_levels)
+
+
+# -- the tuning ---------------------------------------------------------------
+def test_default_is_gd_with_the_risk_estimate():
+    X, y, _ = _linear(np.random.default_rng(12), 500, 3)
+    m = BilevelRidge(random_state=0).fit(X, y)
+    ref = BilevelRidge(inner_solver="gd", tuning="risk_estimate", random_state=0).fit(
+        X, y
+    )
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
+    assert m.alpha_ == ref.alpha_
+
+
+def test_risk_estimate_penalizes_noise_and_not_signal():
+    rng = np.random.default_rng(8)
+    n, d = 3000, 10
+    X = rng.normal(size=(n, d))
+    y_noise = 5.0 * rng.normal(size=n)  # no signal: the best model is constant
+    y_signal = X @ np.ones(d) + 0.1 * rng.normal(size=n)
+    kw = dict(epsilon=1.0, inner_solver="gd", tuning="risk_estimate")
+    noise = [BilevelRidge(random_state=s, **kw).fit(X, y_noise) for s in range(5)]
+    signal = BilevelRidge(random_state=0, **kw).fit(X, y_signal)
+    # alpha = n omega in scikit-learn units, omega in units of s**2 ~ 1: a
+    # penalty above n shrinks the noisy model more than twofold
+    assert np.median([m.alpha_ for m in noise]) > n
+    assert signal.alpha_ < 0.01 * n
+    assert signal.score(X, y_signal) > 0.99
+
+
+def test_select_candidate_keeps_the_least_penalized_without_evidence():
+    diffs = np.array([-0.5, -0.2, 0.0])
+    assert rgd.select_candidate(diffs, np.array([1.0, 1.0, 0.0])) == 2
+    assert rgd.select_candidate(diffs, np.array([0.1, 0.05, 0.0])) == 0
+
+
+def test_stage_lengths_add_up():
+    for T, K in [(100, 6), (37, 4), (12, 6)]:
+        st = rgd.stage_lengths(T, K)
+        assert sum(m for m, _ in st) == T and len(st) == K
+        assert all(1 <= a <= m for m, a in st)
+    with pytest.raises(ValueError, match="too small"):
+        rgd.stage_lengths(5, 6)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(inner_solver="gd", tuning="bilevel"),  # the split loop
+        dict(inner_solver="sufficient_statistics", tuning="path"),
+    ],
+)
+def test_unsupported_combinations_raise_before_spending(params):
+    X, y, _ = _linear(np.random.default_rng(9), 200, 2)
+    with pytest.raises(ValueError, match="inner_solver"):
+        BilevelRidge(**params).fit(X, y)
+
+
+@pytest.mark.parametrize("solver", ["loc_gd", "output_perturbation"])
+def test_retired_inner_solvers_warn(solver):
+    X, y, _ = _linear(np.random.default_rng(10), 200, 2)
+    model = BilevelRidge(
+        inner_solver=solver,
+        max_iter=2,
+        inner_max_iter=5,
+        feature_norm=5.0,
+        target_bound=10.0,
+        random_state=0,
+    )
+    with pytest.warns(FutureWarning, match='inner_solver="gd"'):
+        model.fit(X, y)
+
+
+@pytest.mark.parametrize("index", [1, 3])
+def test_public_units_keep_the_ridge_convention(monkeypatch, index):
+    # n too small for private scales at delta=1e-6: the public bounds set the
+    # units; alpha_ is still the penalty of Ridge(alpha_) in the data's units.
+    monkeypatch.setattr(rgd, "select_candidate", lambda *a, **k: index)
+    real_plan = bilevel_module.plan_ridge_gd
+
+    def plan_with_public_scales(*args, **kwargs):
+        # epsilon=inf can estimate every scale; force the small-n branch
+        plan = real_plan(*args, **kwargs)
+        fit = replace(plan.fit, default_scales=True, n_scales=0, feature_scale=False)
+        return replace(plan, fit=fit)
+
+    monkeypatch.setattr(bilevel_module, "plan_ridge_gd", plan_with_public_scales)
+    rng = np.random.default_rng(11)
+    X, y, _ = _linear(rng, 300, 3)
+    X, y = 3.0 * X, 10.0 * y
+    m = BilevelRidge(
+        epsilon=np.inf,
+        delta=1e-6,
+        inner_solver="gd",
+        tuning="path",
+        feature_norm=1e3,  # clips nothing
+        target_bound=1e4,
+        random_state=0,
+    )
+    m.fit(X, y)
+    assert 0 < m.alpha_ < np.inf
+    ref = Ridge(alpha=m.alpha_).fit(X, y)
+    np.testing.assert_allclose(m.coef_, ref.coef_, rtol=1e-3, atol=1e-3)
+    assert m.intercept_ == pytest.approx(ref.intercept_, rel=1e-3)
+
+
+def test_small_n_without_bounds_warns_from_public_quantities():
+    # the rule depends on n and the budget only, so it is the same for any
+    # data of that size; with both public bounds there is nothing to warn
+    rng = np.random.default_rng(13)
+    X, y, _ = _linear(rng, 300, 3)
+    kw = dict(epsilon=1.0, delta=1e-6, random_state=0)
+    with pytest.warns(UserWarning, match="too small for this budget"):
+        BilevelRidge(**kw).fit(X, y)
+    with pytest.warns(UserWarning, match="too small for this budget"):
+        BilevelRidge(**kw).fit(100.0 * X, -y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        BilevelRidge(feature_norm=10.0, target_bound=20.0, **kw).fit(X, y)
+
+
+def test_statistical_noise_recovers_the_residual_scale():
+    # clip level = the 1 - p quantile of |r| ||x|| on Gaussian residuals and
+    # rows: sigma comes back within a few percent; nothing without clipping
+    rng = np.random.default_rng(14)
+    n, D, sigma, p = 200_000, 9, 3.0, 0.3
+    X = rng.normal(size=(n, D))
+    r = sigma * rng.normal(size=n)
+    clip = float(np.quantile(np.abs(r) * np.linalg.norm(X, axis=1), 1 - p))
+    v = rgd.statistical_noise(clip, 1.0, D, p, n)
+    assert math.sqrt(v * n) == pytest.approx(sigma, rel=0.05)
+    assert rgd.statistical_noise(clip, 1.0, D, 0.0, n) == 0.0
+    f_off = rgd.plugin_penalty(10.0, n, 25, True, p)
+    f_on = rgd.plugin_penalty(10.0, n, 25, True, p, statistical=True)
+    w = [np.append(np.full(D - 1, 0.3), 1.0)]
+    assert f_on(w, np.full(50, clip), 1.0) > f_off(w, np.full(50, clip), 1.0)
