@@ -11,9 +11,11 @@ An estimator's ``fit`` reads like this::
 """
 
 import functools
+import hashlib
 from numbers import Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import _clone_parametrized
 from sklearn.utils._param_validation import Interval
 
@@ -42,17 +44,19 @@ class PrivateEstimatorMixin:
     """
 
     def __sklearn_clone__(self):
-        """``clone`` that gives the copy its own random stream (see the module).
+        """``clone`` that lets the copy derive its own random stream.
 
         A clone that fits with the ``random_state`` it inherited (not set
-        again with ``set_params``) and without an accountant mixes its clone
-        index into the seed, so the folds of ``cross_val_score`` or
-        ``GridSearchCV`` cannot draw the same noise on overlapping data.
+        again with ``set_params``) and without an accountant draws from a
+        stream derived from that seed, its parameters and a digest of the data
+        it is fitted on. The folds of ``cross_val_score`` and the candidates
+        of ``GridSearchCV`` therefore draw independent noise, while two clones
+        fitted on the same data with the same parameters give the same model
+        (scikit-learn's clone-consistency, and one release's worth of
+        information).
         """
         new = _clone_parametrized(self)
-        index = getattr(self, "_skdp_clones", 0)
-        self._skdp_clones = index + 1
-        new._skdp_clone_path = getattr(self, "_skdp_clone_path", ()) + (index,)
+        new._skdp_inherited_seed = True
         return new
 
     def set_params(self, **params):
@@ -68,7 +72,7 @@ class PrivateEstimatorMixin:
         self : estimator instance
         """
         if "random_state" in params:
-            self.__dict__.pop("_skdp_clone_path", None)
+            self.__dict__.pop("_skdp_inherited_seed", None)
         return super().set_params(**params)
 
     def __init_subclass__(cls, **kwargs):
@@ -111,12 +115,12 @@ class PrivateEstimatorMixin:
         # Clones share the accountant but copy random_state: give each fit on
         # the ledger its own stream, or CV folds would reuse the same noise.
         # Without an accountant, a clone that kept its parent's random_state
-        # uses its clone path (public, deterministic) for the same purpose.
+        # derives its stream from its parameters and data (``_fit_digest``).
         if self.accountant is not None:
             stream = self.accountant.claim_stream()
         else:
-            path = getattr(self, "_skdp_clone_path", None)
-            stream = None if path is None else (_CLONE_STREAM_TAG, *path)
+            digest = getattr(self, "_skdp_fit_digest", None)
+            stream = None if digest is None else (_CLONE_STREAM_TAG, *digest)
         return self.delta_, check_generator(self.random_state, stream)
 
     def _spend(self, plan):
@@ -156,7 +160,37 @@ def _silent_floating_point(method):
     @functools.wraps(method)
     def silent(self, *args, **kwargs):
         with np.errstate(all="ignore"):
+            if getattr(self, "_skdp_inherited_seed", False) and self.accountant is None:
+                self._skdp_fit_digest = _fit_digest(self, args, kwargs)
             return method(self, *args, **kwargs)
 
     silent._skdp_silent = True
     return silent
+
+
+def _fit_digest(estimator, args, kwargs):
+    """Spawn-key words from an estimator's parameters and its fit's inputs.
+
+    Only the random stream of an inherited-seed clone depends on it: with a
+    secret seed the derived streams of different folds or candidates look
+    independent, and with a published seed the noise was recoverable anyway
+    (see the threat model). Nothing of it is released.
+    """
+    h = hashlib.sha256(repr(sorted(estimator.get_params(deep=False).items())).encode())
+    for value in (*args, *sorted(kwargs.items())):
+        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
+            h.update(value[0].encode())
+            value = value[1]
+        if value is None:
+            h.update(b"None")
+            continue
+        if sp.issparse(value):
+            value = value.tocsr()
+            parts = [value.data, value.indices, value.indptr, np.asarray(value.shape)]
+        else:
+            parts = [np.asarray(value)]
+        for part in parts:
+            part = np.ascontiguousarray(part)
+            h.update(f"{part.dtype}{part.shape}".encode())
+            h.update(repr(part.tolist()).encode() if part.dtype == object else part.tobytes())
+    return tuple(int.from_bytes(h.digest()[i : i + 4], "little") for i in range(0, 16, 4))

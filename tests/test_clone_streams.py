@@ -3,8 +3,9 @@
 ``clone`` copies ``random_state``, so with an integer seed and no accountant
 every fold of ``cross_val_score`` used to draw the same noise: differences of
 fold models were exact differences of clipped statistics. A clone that fits
-with the seed it inherited now mixes its clone index (public, deterministic)
-into the seed. Setting ``random_state`` again after cloning restores the plain
+with the seed it inherited now derives its stream from the seed, its
+parameters and a digest of its data: folds and candidates draw independent
+noise, and sibling clones fitted alike agree (scikit-learn's checks). Setting ``random_state`` again after cloning restores the plain
 seed, so explicit seeds mean what they always meant.
 """
 
@@ -64,19 +65,33 @@ def test_cross_validation_stays_reproducible():
     np.testing.assert_array_equal(run(), run())
 
 
-def test_cross_val_score_and_grid_search_fits_differ_on_the_same_data():
+def test_candidates_differ_and_identical_fits_agree():
     # All folds see the same data here (a "CV" whose splits repeat the whole
-    # set): with shared noise the fold models would be identical.
+    # set). Identical fits (same data, same parameters) agree: the second
+    # release repeats the first and tells nothing more.
     X, y = _data()
     y = np.clip(y / 10, -1, 1)
     splits = [(np.arange(N), np.arange(N))] * 4
     model = PrivateMean(epsilon=1.0, delta=1e-6, random_state=0)
     scores = cross_val_score(model, X, y, cv=splits)
-    assert len(set(scores.tolist())) == 4
-    # two identical candidates: only the streams can tell them apart
-    search = GridSearchCV(model, {"delta": [1e-6, 1e-6]}, cv=splits)
+    assert len(set(scores.tolist())) == 1
+    # different candidates (parameters) on the same data draw other noise ...
+    search = GridSearchCV(model, {"delta": [1e-6, 2e-6, 3e-6]}, cv=splits)
     search.fit(X, y)
-    assert len(set(search.cv_results_["split0_test_score"].tolist())) == 2
+    assert len(set(search.cv_results_["split0_test_score"].tolist())) == 3
+    # ... and so do different folds of the same candidate
+    scores = cross_val_score(model, X, y, cv=KFold(4))
+    assert len(set(scores.tolist())) == 4
+
+
+def test_sibling_clones_fit_alike_but_not_like_their_parent():
+    X, y = _data()
+    y = np.clip(y / 10, -1, 1)
+    model = PrivateMean(epsilon=1.0, delta=1e-6, random_state=0)
+    first, second = clone(model).fit(X, y).mean_, clone(model).fit(X, y).mean_
+    assert first == second
+    assert clone(model).fit(X[:-1], y[:-1]).mean_ != first
+    assert model.fit(X, y).mean_ != first
 
 
 def test_explicit_seed_after_clone_keeps_its_meaning():
