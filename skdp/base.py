@@ -192,5 +192,9 @@ def _fit_digest(estimator, args, kwargs):
         for part in parts:
             part = np.ascontiguousarray(part)
             h.update(f"{part.dtype}{part.shape}".encode())
-            h.update(repr(part.tolist()).encode() if part.dtype == object else part.tobytes())
-    return tuple(int.from_bytes(h.digest()[i : i + 4], "little") for i in range(0, 16, 4))
+            h.update(
+                repr(part.tolist()).encode() if part.dtype == object else part.tobytes()
+            )
+    return tuple(
+        int.from_bytes(h.digest()[i : i + 4], "little") for i in range(0, 16, 4)
+    )

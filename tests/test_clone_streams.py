@@ -5,8 +5,9 @@ every fold of ``cross_val_score`` used to draw the same noise: differences of
 fold models were exact differences of clipped statistics. A clone that fits
 with the seed it inherited now derives its stream from the seed, its
 parameters and a digest of its data: folds and candidates draw independent
-noise, and sibling clones fitted alike agree (scikit-learn's checks). Setting ``random_state`` again after cloning restores the plain
-seed, so explicit seeds mean what they always meant.
+noise, and sibling clones fitted alike agree (scikit-learn's checks).
+Setting ``random_state`` again after cloning restores the plain seed, so
+explicit seeds mean what they always meant.
 """
 
 import numpy as np
