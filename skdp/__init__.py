@@ -1,6 +1,6 @@
 """skdp: scikit-learn compatible estimators with differential privacy."""
 
-from .exceptions import PrivacyLeakWarning
+from .exceptions import PrivacyLeakWarning, UnscaledDataWarning
 from .fairness import MinimaxFairClassifier
 from .linear_model import (
     BilevelRidge,
@@ -20,5 +20,6 @@ __all__ = [
     "MinimaxFairClassifier",
     "PrivacyAccountant",
     "PrivacyLeakWarning",
+    "UnscaledDataWarning",
     "check_pipeline",
 ]

@@ -12,6 +12,8 @@ An estimator's ``fit`` reads like this::
 
 import functools
 import hashlib
+import inspect
+import secrets
 from numbers import Real
 
 import numpy as np
@@ -51,12 +53,17 @@ class PrivateEstimatorMixin:
         stream derived from that seed, its parameters and a digest of the data
         it is fitted on. The folds of ``cross_val_score`` and the candidates
         of ``GridSearchCV`` therefore draw independent noise, while two clones
-        fitted on the same data with the same parameters give the same model
-        (scikit-learn's clone-consistency, and one release's worth of
-        information).
+        fitted on the same data with the same parameters give the same model,
+        and so does a clone refitted exactly like its fitted parent
+        (scikit-learn's clone-consistency; a repeated release tells nothing
+        new).
         """
         new = _clone_parametrized(self)
         new._skdp_inherited_seed = True
+        if "_skdp_stream_key" in vars(self):
+            # A clone refitted like its (fitted) parent repeats its parent.
+            parent_digest = getattr(self, "_skdp_fit_digest", None)
+            new._skdp_parent_fit = (parent_digest, self._skdp_stream_key)
         return new
 
     def set_params(self, **params):
@@ -73,6 +80,7 @@ class PrivateEstimatorMixin:
         """
         if "random_state" in params:
             self.__dict__.pop("_skdp_inherited_seed", None)
+            self.__dict__.pop("_skdp_parent_fit", None)
         return super().set_params(**params)
 
     def __init_subclass__(cls, **kwargs):
@@ -119,8 +127,15 @@ class PrivateEstimatorMixin:
         if self.accountant is not None:
             stream = self.accountant.claim_stream()
         else:
+            stream = None
             digest = getattr(self, "_skdp_fit_digest", None)
-            stream = None if digest is None else (_CLONE_STREAM_TAG, *digest)
+            if getattr(self, "_skdp_inherited_seed", False) and digest is not None:
+                parent = getattr(self, "_skdp_parent_fit", None)
+                if parent is not None and parent[0] == digest:
+                    stream = parent[1]  # same data and parameters: same model
+                else:
+                    stream = (_CLONE_STREAM_TAG, *digest)
+            self._skdp_stream_key = stream
         return self.delta_, check_generator(self.random_state, stream)
 
     def _spend(self, plan):
@@ -157,44 +172,69 @@ class PrivateEstimatorMixin:
 def _silent_floating_point(method):
     """Run ``method`` with all numpy floating-point warnings silenced."""
 
+    signature = inspect.signature(method)
+
     @functools.wraps(method)
     def silent(self, *args, **kwargs):
+        outermost = not getattr(self, "_skdp_in_fit", False)
         with np.errstate(all="ignore"):
-            if getattr(self, "_skdp_inherited_seed", False) and self.accountant is None:
-                self._skdp_fit_digest = _fit_digest(self, args, kwargs)
-            return method(self, *args, **kwargs)
+            if (
+                outermost
+                and getattr(self, "random_state", None) is not None
+                and getattr(self, "accountant", None) is None
+            ):
+                # fit_transform calls fit: one digest, from the outer call.
+                bound = signature.bind(self, *args, **kwargs).arguments
+                self._skdp_fit_digest = _fit_digest(self, list(bound.values())[1:])
+            self._skdp_in_fit = True
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                if outermost:
+                    self._skdp_in_fit = False
 
     silent._skdp_silent = True
     return silent
 
 
-def _fit_digest(estimator, args, kwargs):
+def _fit_digest(estimator, values):
     """Spawn-key words from an estimator's parameters and its fit's inputs.
 
-    Only the random stream of an inherited-seed clone depends on it: with a
-    secret seed the derived streams of different folds or candidates look
-    independent, and with a published seed the noise was recoverable anyway
-    (see the threat model). Nothing of it is released.
+    ``values`` are the fit's arguments in declaration order (a ``**kwargs``
+    dict is taken in key order; ``None`` is skipped), so ``fit_transform(X,
+    y=y)`` and ``fit(X, y)`` agree. Only the random stream of an
+    inherited-seed clone depends on it: with a secret seed the derived
+    streams of different folds or candidates look independent, and with a
+    published seed the noise was recoverable anyway (see the threat model).
+    Nothing of it is released.
     """
-    h = hashlib.sha256(repr(sorted(estimator.get_params(deep=False).items())).encode())
-    for value in (*args, *sorted(kwargs.items())):
-        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
-            h.update(value[0].encode())
-            value = value[1]
+    params = repr(sorted(estimator.get_params(deep=False).items()))
+    h = hashlib.sha256(params.encode())
+    flat = []
+    for value in values:
+        if isinstance(value, dict) and not sp.issparse(value):  # dok is a dict
+            flat.extend(value[k] for k in sorted(value))
+        else:
+            flat.append(value)
+    for value in flat:
         if value is None:
-            h.update(b"None")
             continue
         if sp.issparse(value):
             value = value.tocsr()
             parts = [value.data, value.indices, value.indptr, np.asarray(value.shape)]
         else:
-            parts = [np.asarray(value)]
+            try:
+                parts = [np.asarray(value)]
+            except Exception:
+                # An input numpy cannot read (the fit will refuse it): fresh
+                # entropy keeps the streams independent, at no reproducibility
+                # cost worth keeping.
+                parts = [np.frombuffer(secrets.token_bytes(16), dtype=np.uint8)]
         for part in parts:
             part = np.ascontiguousarray(part)
             h.update(f"{part.dtype}{part.shape}".encode())
             h.update(
                 repr(part.tolist()).encode() if part.dtype == object else part.tobytes()
             )
-    return tuple(
-        int.from_bytes(h.digest()[i : i + 4], "little") for i in range(0, 16, 4)
-    )
+    words = h.digest()[:16]
+    return tuple(int.from_bytes(words[i : i + 4], "little") for i in range(0, 16, 4))

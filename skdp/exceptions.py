@@ -7,7 +7,7 @@ the accountant in :mod:`skdp.privacy`.
 
 import warnings
 
-__all__ = ["PrivacyLeakWarning", "warn_inferred_set"]
+__all__ = ["PrivacyLeakWarning", "UnscaledDataWarning", "warn_inferred_set"]
 
 
 class PrivacyLeakWarning(UserWarning):
@@ -41,6 +41,18 @@ class PrivacyLeakWarning(UserWarning):
     >>> [str(w.message).split(":")[0] for w in caught
     ...  if issubclass(w.category, PrivacyLeakWarning)]
     ['HeavyTailedLogisticRegression read its classes from the private data']
+    """
+
+
+class UnscaledDataWarning(UserWarning):
+    """A released (noisy) or public scale suggests the data are in raw units.
+
+    Emitted after a fit, as post-processing of its private release (or of
+    public bounds), when the privately estimated feature scale or row-norm
+    bound is far from that of standardized data. It costs no privacy: it
+    depends on the data only through what the fit already publishes. Scale
+    the features with :class:`skdp.preprocessing.StandardScaler` (private) or
+    by public constants.
     """
 
 

@@ -101,8 +101,22 @@ def test_explicit_seed_after_clone_keeps_its_meaning():
     model = PrivateMean(epsilon=1.0, delta=1e-6, random_state=0)
     direct = model.fit(X, y).mean_
     assert clone(model).set_params(random_state=0).fit(X, y).mean_ == direct
-    inherited = clone(model).fit(X, y).mean_
-    assert inherited != direct
+    # a clone of the fitted model, refitted on other data, draws other noise
+    inherited = clone(model).fit(X[:-1], y[:-1]).mean_
+    assert (
+        inherited != clone(model).set_params(random_state=0).fit(X[:-1], y[:-1]).mean_
+    )
     # refitting one object repeats its own stream
     c = clone(model)
     assert c.fit(X, y).mean_ == c.fit(X, y).mean_
+
+
+def test_a_clone_refitted_like_its_fitted_parent_repeats_it():
+    # scikit-learn's checks compare clone(fitted).fit(X) with fitted.fit(X):
+    # the same data and parameters give the same model (nothing new is
+    # released); other data give independent noise.
+    X, y = _data()
+    y = np.clip(y / 10, -1, 1)
+    model = PrivateMean(epsilon=1.0, delta=1e-6, random_state=0).fit(X, y)
+    assert clone(model).fit(X, y).mean_ == model.mean_
+    assert clone(model).fit(X[1:], y[1:]).mean_ != model.fit(X[1:], y[1:]).mean_

@@ -804,6 +804,9 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         result.coef = result.coef * (a / c)
         result.intercept = result.intercept / c
         result.omega, result.omegas = result.omega / a**2, result.omegas / a**2
+        if not plan.fit.default_scales:
+            # Post-processing of the released feature scale: no privacy cost.
+            warn_if_unscaled("BilevelRidge", feature_scale=result.info["feature_scale"])
         self._record_privacy(plan.event)
         nan = float("nan")
         self.feature_norm_ = nan if self.feature_norm is None else self.feature_norm

@@ -15,6 +15,8 @@ import warnings
 
 import numpy as np
 
+from ..exceptions import UnscaledDataWarning
+
 __all__ = ["warn_if_unscaled", "DOMINANCE_RATIO"]
 
 #: A released scale this far (as a ratio) from the unit scale of standardized
@@ -110,5 +112,5 @@ def warn_if_unscaled(
             )
     if what is None:
         return False
-    warnings.warn(_message(name, what), UserWarning, stacklevel=stacklevel)
+    warnings.warn(_message(name, what), UnscaledDataWarning, stacklevel=stacklevel)
     return True
