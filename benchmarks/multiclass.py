@@ -213,7 +213,8 @@ def digits_seeds(n_seeds, base_reps):
     res = {}
     for mc in ("multinomial", "ovr"):
         accs, scales = [], []
-        for seed in range(n_seeds):
+        # one-vs-rest is K times slower: at most 50 seeds (the defect shows)
+        for seed in range(n_seeds if mc == "multinomial" else min(n_seeds, 50)):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 clf = HeavyTailedLogisticRegression(
@@ -222,6 +223,7 @@ def digits_seeds(n_seeds, base_reps):
             accs.append(float(clf.score(Xte, yte)))
             scales.append(np.min(np.ravel(clf.feature_scale_)))
         res[mc] = {
+            "n_seeds": len(accs),
             "min": float(np.min(accs)),
             "mean": float(np.mean(accs)),
             "p1": float(np.percentile(accs, 1)),
@@ -316,20 +318,54 @@ def table(name, summary, epsilons):
     return "\n".join(lines) + "\n"
 
 
+def seeds_report(seeds):
+    n = seeds["skdp"]["multinomial"]["n_seeds"]
+    out = [f"## Digits at epsilon = 1 over {n} seeds (one split)\n"]
+    gd = seeds["gd_by_clip"]
+    out.append(
+        "Fixed-clip multinomial DP-GD (best step per C, mean of 5 seeds): "
+        + ", ".join(f"C={C}: {fmt(v)}" for C, v in gd.items())
+        + f"; worst: {fmt(min(gd.values()))}.\n"
+    )
+    out.append(
+        "| multi_class | seeds | min | 1st percentile | mean | seed of min | "
+        "smallest feature scale | fits below worst GD |"
+    )
+    out.append("|---|---|---|---|---|---|---|---|")
+    for mc, r in seeds["skdp"].items():
+        out.append(
+            f"| {mc} | {r['n_seeds']} | {fmt(r['min'])} | {fmt(r['p1'])} | {fmt(r['mean'])} | "
+            f"{r['argmin_seed']} | {r['min_scale']:.3g} | {r['n_below_worst_gd']} |"
+        )
+    out.append(
+        f"\nrandom_state=1014 (the reported defect): multinomial "
+        f"{fmt(seeds['seed_1014']['multinomial'])}, ovr {fmt(seeds['seed_1014']['ovr'])}.\n"
+    )
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--seeds", type=int, default=None)
-    parser.add_argument("--skip-sparse", action="store_true")
+    parser.add_argument(
+        "--part",
+        choices=("all", "real", "synthetic", "seeds", "sparse"),
+        default="all",
+        help="run one part (each writes its own results file)",
+    )
     args = parser.parse_args()
+    parts = (
+        ("real", "synthetic", "seeds", "sparse") if args.part == "all" else (args.part,)
+    )
     reps = args.reps or (2 if args.quick else 5)
     syn_reps = 1 if args.quick else 2
     n_seeds = args.seeds or (20 if args.quick else 200)
     ns = (10_000,) if args.quick else (10_000, 100_000)
     t_start = time.perf_counter()
     summaries, raw = {}, {}
-    for name in ("iris", "wine", "digits"):
+    for name in ("iris", "wine", "digits") if "real" in parts else ():
         X, y = real_data(name)
         K = int(y.max()) + 1
         runs = []
@@ -343,7 +379,7 @@ def main():
         print(name, "done", round(time.perf_counter() - t_start), "s", flush=True)
     test_rng = np.random.default_rng(99)
     Xte, yte = synthetic(50_000, test_rng)
-    for n in ns:
+    for n in ns if "synthetic" in parts else ():
         runs = []
         for rep in range(syn_reps):
             Xtr, ytr = synthetic(n, np.random.default_rng(1000 + rep))
@@ -352,20 +388,24 @@ def main():
         summaries[key] = aggregate(runs, EPSILONS)
         raw[key] = runs
         print(key, "done", round(time.perf_counter() - t_start), "s", flush=True)
-    seeds = digits_seeds(n_seeds, base_reps=5)
-    print("seeds done", round(time.perf_counter() - t_start), "s", flush=True)
-    sparse = None
-    if not args.skip_sparse:
+    seeds = sparse = None
+    if "seeds" in parts:
+        seeds = digits_seeds(n_seeds, base_reps=5)
+        print("seeds done", round(time.perf_counter() - t_start), "s", flush=True)
+    if "sparse" in parts:
         sparse = sparse_row(100_000, 10_000, 0.001)
     elapsed = time.perf_counter() - t_start
-    tag = "_quick" if args.quick else ""
+    tag = ("_quick" if args.quick else "") + (
+        "" if args.part == "all" else f"_{args.part}"
+    )
     RESULTS.mkdir(exist_ok=True)
     out = [
         "# Multiclass and sparse benchmark (issue 17)",
         "",
         f"Command: `nice -n 10 python benchmarks/multiclass.py{' --quick' if args.quick else ''}"
         f"{' --reps ' + str(args.reps) if args.reps else ''}"
-        f"{' --seeds ' + str(args.seeds) if args.seeds else ''}` "
+        f"{' --seeds ' + str(args.seeds) if args.seeds else ''}"
+        f"{' --part ' + args.part if args.part != 'all' else ''}` "
         f"({elapsed / 60:.1f} min on a shared 2-core machine). "
         f"Real data: {reps} stratified 75/25 splits (seed = split); synthetic: "
         f"{syn_reps} training replicates, one 50,000-row test set. "
@@ -376,27 +416,8 @@ def main():
     ]
     for name, summary in summaries.items():
         out.append(table(name, summary, EPSILONS))
-    out.append(f"## Digits at epsilon = 1 over {n_seeds} seeds (one split)\n")
-    gd = seeds["gd_by_clip"]
-    out.append(
-        "Fixed-clip multinomial DP-GD (best step per C, mean of 5 seeds): "
-        + ", ".join(f"C={C}: {fmt(v)}" for C, v in gd.items())
-        + f"; worst: {fmt(min(gd.values()))}.\n"
-    )
-    out.append(
-        "| multi_class | min | 1st percentile | mean | seed of min | "
-        "smallest feature scale | fits below worst GD |"
-    )
-    out.append("|---|---|---|---|---|---|---|")
-    for mc, r in seeds["skdp"].items():
-        out.append(
-            f"| {mc} | {fmt(r['min'])} | {fmt(r['p1'])} | {fmt(r['mean'])} | "
-            f"{r['argmin_seed']} | {r['min_scale']:.3g} | {r['n_below_worst_gd']} |"
-        )
-    out.append(
-        f"\nrandom_state=1014 (the reported defect): multinomial "
-        f"{fmt(seeds['seed_1014']['multinomial'])}, ovr {fmt(seeds['seed_1014']['ovr'])}.\n"
-    )
+    if seeds:
+        out.extend(seeds_report(seeds))
     if sparse:
         out.append("## Sparse bag-of-words CSR (n = 1e5, d = 1e4, 0.1% non-zero)\n")
         out.append(
