@@ -766,7 +766,8 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.regressor_tags.poor_score = True
-        tags.input_tags.sparse = True
+        # sparse input: the full-batch solver without centring (_check_sparse)
+        tags.input_tags.sparse = self.solver == "known_lipschitz" and not self.center
         return tags
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -938,7 +939,8 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.poor_score = True
-        tags.input_tags.sparse = True
+        # sparse input: the full-batch solver without centring (_check_sparse)
+        tags.input_tags.sparse = self.solver == "known_lipschitz" and not self.center
         return tags
 
     def _resolve_classes(self, y):
