@@ -226,3 +226,37 @@ def test_digits_fit_is_never_wrecked_by_a_noisy_scale(seed):
         clf.fit(Xtr, ytr)
     assert np.abs(clf.coef_).max() < 1e3
     assert clf.score(Xte, yte) > 0.6
+
+
+# -- one-vs-rest with shared scales ---------------------------------------------------
+def test_shared_ovr_plan_is_exactly_the_budget():
+    from skdp.solvers.multinomial import make_shared_ovr_plan
+
+    for K in (3, 10):
+        plan = make_shared_ovr_plan(0.4, 20_000, 11, 30, K, feature_scale=True)
+        assert gdp_mu_of(plan.event) == pytest.approx(0.4, rel=1e-6)
+        assert plan.event.events[0].count == 2 * RANGE_STEPS  # once, not K times
+        assert len(plan.event.events) == 1 + K
+
+
+def test_ovr_releases_one_feature_scale_for_all_classes():
+    X, y = _multiclass(4000, K=4, tails="t")
+    clf = HeavyTailedLogisticRegression(
+        multi_class="ovr", epsilon=1.0, random_state=0
+    ).fit(X, y)
+    assert len(set(clf.feature_scale_)) == 1
+    assert len(set(clf.truncation_threshold_)) == 1
+    assert 0.97 <= clf.privacy_spent_[0] <= 1.0
+    assert np.mean(clf.predict(X) == y) > 0.5
+
+
+def test_ovr_inf_epsilon_matches_sklearn_ovr():
+    from sklearn.multiclass import OneVsRestClassifier
+
+    X, y = _multiclass(4000, d=3, K=3, seed=4)
+    ref = OneVsRestClassifier(LogisticRegression(C=1e8, max_iter=2000)).fit(X, y)
+    clf = HeavyTailedLogisticRegression(
+        multi_class="ovr", epsilon=np.inf, max_iter=300, random_state=0
+    ).fit(X, y)
+    coef = np.vstack([e.coef_ for e in ref.estimators_])
+    np.testing.assert_allclose(clf.coef_, coef, atol=2e-2)

@@ -40,7 +40,12 @@ from ..solvers.heavy_tailed_onepass import (
     onepass_clipped_dp_sgd,
     paper_onepass_parameters,
 )
-from ..solvers.multinomial import MULTINOMIAL_CURVATURE, multinomial_dp_gd
+from ..solvers.multinomial import (
+    MULTINOMIAL_CURVATURE,
+    make_shared_ovr_plan,
+    multinomial_dp_gd,
+    ovr_dp_gd,
+)
 from ..utils import clip_rows, safe_row_norms
 from ..utils._scale_checks import warn_if_unscaled
 from ..utils._sparse import as_float_rows, clip_rows_any, is_sparse, row_norms
@@ -345,12 +350,13 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         self._record_privacy(event)
         return results
 
-    def _fit_multinomial(self, X, labels, n_classes):
+    def _fit_multinomial(self, X, labels, n_classes, shared_ovr=False):
         """Plan, spend and solve one softmax problem over all classes.
 
         One record touches all ``K`` columns of coefficients, so the whole
         budget pays for one fit (one-vs-rest pays ``K`` fits); the feature
         scale and truncation level are released once, shared by all classes.
+        ``shared_ovr``: ``K`` binary fits instead, sharing those releases.
         """
         self._check_center()
         n = X.shape[0]
@@ -360,16 +366,18 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         mu = self._budget(1, 1.0 - share)
         d = Xp.shape[1] + int(self.fit_intercept)
         use_paper = self.G_k is not None
-        plan = make_known_lipschitz_plan(
-            mu,
-            n,
-            d * n_classes,
-            self.max_iter,
+        plan_kw = dict(
             n_scales=int(not use_paper),
             feature_scale=self._feature_scale(),
             adaptive_clip=not use_paper,
             bound_share=self.bound_share,
         )
+        if shared_ovr:
+            plan = make_shared_ovr_plan(mu, n, d, self.max_iter, n_classes, **plan_kw)
+        else:
+            plan = make_known_lipschitz_plan(
+                mu, n, d * n_classes, self.max_iter, **plan_kw
+            )
         if plan.default_scales:
             _warn_default_scales(n)
         event = plan.event
@@ -385,15 +393,19 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         if use_paper:
             # Theorem 2 with the noise dimension d K of the softmax gradient
             rho = 0.5 * _gdp_of(plan.gd.z_grad, plan.gd.n_steps) ** 2
+            dim = d if shared_ovr else d * n_classes
             truncation = clip = _paper_power(
-                self.G_k, n * math.sqrt(rho) / math.sqrt(d * n_classes), int(self.k)
+                self.G_k, n * math.sqrt(rho) / math.sqrt(dim), int(self.k)
             )
+        curvature = (
+            LogisticLoss().curvature_bound if shared_ovr else MULTINOMIAL_CURVATURE
+        )
         step = (
             float(self.step_size)
             if self.step_size is not None
-            else practical_step_size(MULTINOMIAL_CURVATURE, plan.gd.clip_fraction)
+            else practical_step_size(curvature, plan.gd.clip_fraction)
         )
-        res = multinomial_dp_gd(
+        res = (ovr_dp_gd if shared_ovr else multinomial_dp_gd)(
             Xp,
             labels,
             n_classes,
@@ -407,14 +419,9 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
             scaled_intercept=self._scaled_intercept(),
         )
         self._record_privacy(event)
-        info = {
-            "n_iter": res.n_iter,
-            "clip_thresholds": res.clip_levels,
-            "step_sizes": res.step_sizes,
-            "truncation_threshold": res.extra["truncation"],
-            "feature_scale": res.extra["feature_scale"],
-        }
-        return res.coef, info
+        if shared_ovr:
+            return [(r.coef, _gd_info(r)) for r in res]
+        return res.coef, _gd_info(res)
 
     def _check_sparse(self, X):
         """Sparse input: the full-batch solver only, and no centring (public rules)."""
@@ -470,6 +477,16 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         if is_sparse(X):
             return np.asarray(X.astype(np.float64) @ self.coef_.T) + self.intercept_
         return np.asarray(X, dtype=np.float64) @ self.coef_.T + self.intercept_
+
+
+def _gd_info(res):
+    return {
+        "n_iter": res.n_iter,
+        "clip_thresholds": res.clip_levels,
+        "step_sizes": res.step_sizes,
+        "truncation_threshold": res.extra["truncation"],
+        "feature_scale": res.extra["feature_scale"],
+    }
 
 
 def _warn_default_scales(n):
@@ -1003,6 +1020,17 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
             self.intercept_ = intercept
             self._softmax = True
             self._set_info([info])
+            return self
+        if self.classes_.size > 2 and self.solver == "known_lipschitz":
+            # one-vs-rest with the scale releases shared by the classes
+            labels = np.searchsorted(self.classes_, y)
+            results = self._fit_multinomial(
+                X, labels, self.classes_.size, shared_ovr=True
+            )
+            coefs, intercepts = zip(*(self._split_coef(w) for w, _ in results))
+            self.coef_ = np.vstack(coefs)
+            self.intercept_ = np.asarray(intercepts, dtype=np.float64)
+            self._set_info([info for _, info in results])
             return self
         if self.classes_.size == 2:
             targets = [np.where(y == self.classes_[1], 1.0, -1.0)]

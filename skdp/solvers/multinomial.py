@@ -29,21 +29,30 @@ scale of the row norms.
 """
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..losses import LogisticLoss
-from ..privacy import gaussian_noise
+from ..privacy import ComposedDpEvent, gaussian_noise, gaussian_steps
 from ..utils._sparse import append_constant_column, as_float_rows, row_nnz, row_norms
 from .heavy_tailed_bounds import (
+    RANGE_STEPS,
     SEARCH_OCTAVES,
     UNRELIABLE_SLACK,
     default_scales,
     noisy_log_quantile,
     scale_quantile,
+    scales_estimable,
 )
-from .heavy_tailed_common import noise_std
-from .heavy_tailed_gd import GDResult
+from .heavy_tailed_bounds import scale_share as bound_scale_share
+from .heavy_tailed_common import noise_std, split_gdp
+from .heavy_tailed_gd import (
+    FullBatchPlan,
+    GDResult,
+    clipped_dp_gd,
+    make_full_batch_plan,
+)
 from .heavy_tailed_units import feature_scale, gaussian_norm_median
 
 __all__ = [
@@ -52,6 +61,9 @@ __all__ = [
     "softmax_residuals",
     "clipped_multinomial_gradient_sum",
     "multinomial_dp_gd",
+    "SharedOvRPlan",
+    "make_shared_ovr_plan",
+    "ovr_dp_gd",
 ]
 
 #: Bound on the largest eigenvalue of the softmax cross-entropy's Hessian
@@ -328,3 +340,201 @@ def multinomial_dp_gd(
     res.extra["truncation"] = float(T)
     res.extra["feature_scale"] = float(s)
     return res
+
+
+@dataclass(frozen=True)
+class SharedOvRPlan:
+    """Noise of :func:`ovr_dp_gd`: shared scales, then ``K`` binary GD runs.
+
+    Parameters
+    ----------
+    gd : FullBatchPlan
+        Plan of each of the ``n_classes`` binary runs (same noise).
+    n_classes : int
+    n_scales, z_scale, trunc_fraction, default_scales, feature_scale
+        As in :class:`~skdp.solvers.heavy_tailed_known_lipschitz.KnownLipschitzPlan`;
+        the scale quantiles are released once, for all classes.
+    """
+
+    gd: FullBatchPlan
+    n_classes: int
+    n_scales: int = 0
+    z_scale: float = math.inf
+    trunc_fraction: float = 0.0
+    default_scales: bool = False
+    feature_scale: bool = False
+
+    @property
+    def event(self):
+        parts = []
+        if self.n_scales:
+            parts.append(gaussian_steps(self.z_scale, self.n_scales * RANGE_STEPS))
+        parts.extend(self.gd.event for _ in range(self.n_classes))
+        return ComposedDpEvent(parts)
+
+
+def make_shared_ovr_plan(
+    mu,
+    n,
+    d,
+    n_steps,
+    n_classes,
+    *,
+    n_scales=1,
+    feature_scale=False,
+    adaptive_clip=True,
+    bound_share=0.1,
+):
+    """Budget split of one-vs-rest with scales shared by the classes.
+
+    The scale quantiles (feature scale, truncation level) take their share
+    of ``mu**2`` once; the rest is split evenly over the ``K`` binary runs
+    (each touches every record), each with its clip levels and gradients.
+    The composition is exactly ``mu``-GDP.
+
+    Parameters
+    ----------
+    mu : float
+    n, d : int
+        Records and dimension of each binary problem (intercept included).
+    n_steps, n_classes : int
+    n_scales : int, default=1
+        Truncation quantile (0 if public).
+    feature_scale : bool, default=False
+    adaptive_clip : bool, default=True
+    bound_share : float, default=0.1
+
+    Returns
+    -------
+    SharedOvRPlan
+
+    Examples
+    --------
+    >>> from skdp.privacy import gdp_mu_of
+    >>> plan = make_shared_ovr_plan(0.5, 10_000, 6, 30, 4, feature_scale=True)
+    >>> round(gdp_mu_of(plan.event), 6)
+    0.5
+    """
+    K = int(n_classes)
+    n_sc = int(n_scales) + bool(feature_scale)
+    scale_sh = bound_scale_share(bound_share, n_sc)
+    use_defaults = False
+    z_scale = math.inf
+    if n_sc:
+        (z_scale,) = split_gdp(mu, [(n_sc * RANGE_STEPS, scale_sh)])
+        if not scales_estimable(n, z_scale):
+            use_defaults, n_sc, scale_sh, feature_scale = True, 0, 0.0, False
+    rest = 1.0 - scale_sh
+    mu_k = mu if math.isinf(mu) else mu * math.sqrt(rest / K)
+    gd = make_full_batch_plan(
+        mu_k,
+        n,
+        d,
+        n_steps,
+        adaptive_clip=adaptive_clip,
+        clip_share=(bound_share - scale_sh) / rest,
+    )
+    if not n_sc:
+        return SharedOvRPlan(gd, K, default_scales=use_defaults)
+    trunc = min(0.01, gd.clip_fraction / 4.0)
+    return SharedOvRPlan(gd, K, n_sc, z_scale, trunc, feature_scale=bool(feature_scale))
+
+
+def ovr_dp_gd(
+    X,
+    labels,
+    n_classes,
+    plan,
+    rng,
+    *,
+    step_size,
+    truncation=None,
+    clip=None,
+    radius=math.inf,
+    fit_intercept=False,
+    scaled_intercept=True,
+):
+    """One-vs-rest Algorithm 4 + clipped DP-GD with scales shared by the classes.
+
+    The feature scale ``s`` and the truncation level ``T`` are released once
+    (and made consistent, as in :func:`multinomial_dp_gd`); then each class
+    ``k`` runs :func:`~skdp.solvers.heavy_tailed_gd.clipped_dp_gd` on the
+    same truncated design with targets ``+1`` (class ``k``) / ``-1``, its
+    clip levels searched below the logistic Lipschitz ceiling ``||x||``.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n, d)
+    labels : int ndarray of shape (n,)
+    n_classes : int
+    plan : SharedOvRPlan
+    rng : numpy.random.Generator
+    step_size : float
+        Binary step for features of unit scale; divided by ``s**2``.
+    truncation, clip : float, optional
+    radius : float, default=inf
+    fit_intercept : bool, default=False
+    scaled_intercept : bool, default=True
+
+    Returns
+    -------
+    list of GDResult
+        One per class; ``coef`` has the intercept last, in the data's units.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(3000, 2)); y = np.digitize(X[:, 0], [-0.5, 0.5])
+    >>> plan = make_shared_ovr_plan(np.inf, 3000, 3, 50, 3, feature_scale=True)
+    >>> res = ovr_dp_gd(X, y, 3, plan, rng, step_size=4.0, fit_intercept=True)
+    >>> W = np.stack([r.coef for r in res], axis=1)
+    >>> bool(np.mean(np.argmax(np.c_[X, np.ones(3000)] @ W, axis=1) == y) > 0.8)
+    True
+    """
+    X = as_float_rows(X)
+    labels = np.asarray(labels, dtype=np.int64)
+    norms = row_norms(X)
+    needed = int(truncation is None and not plan.default_scales) + int(
+        plan.feature_scale
+    )
+    if not plan.default_scales and plan.n_scales != needed:
+        raise ValueError(
+            "The plan does not pay for the scale quantiles this run needs."
+        )
+    s, T = _scales(X, norms, plan, rng, truncation)
+    keep = norms <= T
+    value = None
+    if fit_intercept:
+        value = s if scaled_intercept else 1.0
+        X = append_constant_column(X, value)
+        with np.errstate(all="ignore"):
+            norms = np.hypot(norms, value)
+    norms_t = np.where(keep, norms, 0.0)
+    ceiling = math.hypot(T, value) if value is not None else T
+    clip_range = None
+    if clip is None:
+        clip_range = (math.log2(ceiling) - SEARCH_OCTAVES, math.log2(ceiling))
+    out = []
+    for k in range(int(n_classes)):
+        yk = np.where(labels == k, 1.0, -1.0)
+        res = clipped_dp_gd(
+            X,
+            yk,
+            LogisticLoss(),
+            plan.gd,
+            rng,
+            step_size=float(step_size) / (s * s),
+            clip=clip,
+            clip_range=clip_range,
+            clip_cap=ceiling,
+            radius=radius,
+            row_norms=norms_t,
+        )
+        if value is not None:
+            res.coef = np.array(res.coef, dtype=float)
+            res.coef[-1] *= value
+        res.extra["truncation"] = float(T)
+        res.extra["feature_scale"] = float(s)
+        out.append(res)
+    return out
