@@ -657,6 +657,13 @@ _COMMON_NOTES = """
     (post-processing) cuts the step, and restarts from the best recent
     point, whenever the released gradients grow.
 
+    Sparse input (``scipy.sparse`` CSR/CSC) is supported by the default
+    solver without centring: row norms, clipping, the feature scale and the
+    clipped gradient sums run on the stored entries (never densified), and
+    give the same model as the dense matrix for the same ``random_state``
+    (up to rounding). ``onepass``, ``localized`` and ``center=True`` raise a
+    clear error for sparse input.
+
     Floating-point Gaussian sampling is not exactly DP (Mironov 2012).
 """
 
@@ -793,7 +800,7 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
 
         Returns
@@ -821,7 +828,7 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
@@ -857,11 +864,14 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
         Model for more than two classes (two classes always fit the same
         binary model, whatever this is). ``"multinomial"``: one softmax model,
         per-sample gradients clipped per record, the default because it
-        measured better than one-vs-rest at every budget of
-        ``benchmarks/multiclass.py`` (``benchmarks/results/multiclass.md``);
+        measured better than one-vs-rest on digits, wine and the synthetic
+        task of ``benchmarks/multiclass.py`` (iris, about 110 training rows,
+        is the exception; ``benchmarks/results/multiclass.md``);
         ``solver="known_lipschitz"`` only (the other solvers assume a scalar
         link and raise). ``"ovr"``: one binary model per class, each paying
-        ``1 / n_classes`` of the budget; every solver.
+        ``1 / n_classes`` of the budget (with ``known_lipschitz`` the feature
+        scale and truncation level are released once for all classes);
+        every solver.
     %(common)s
     Attributes
     ----------
@@ -987,7 +997,7 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
 
         Returns
@@ -1048,7 +1058,7 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
@@ -1062,7 +1072,7 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
@@ -1085,7 +1095,7 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
@@ -1107,7 +1117,7 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
