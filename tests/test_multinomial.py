@@ -260,3 +260,23 @@ def test_ovr_inf_epsilon_matches_sklearn_ovr():
     ).fit(X, y)
     coef = np.vstack([e.coef_ for e in ref.estimators_])
     np.testing.assert_allclose(clf.coef_, coef, atol=2e-2)
+
+
+@pytest.mark.parametrize("released", [1e-5, 1e5])
+def test_a_collapsed_scale_release_is_bounded_by_the_truncation_level(
+    monkeypatch, released
+):
+    import skdp.solvers.multinomial as mn
+
+    # stand-in for a noisy bisection that went astray (both directions)
+    monkeypatch.setattr(mn, "feature_scale", lambda *a, **k: released)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5000, 16))
+    plan = make_known_lipschitz_plan(1.0, 5000, 17 * 3, 30, feature_scale=True)
+    s, T = mn._scales(X, np.linalg.norm(X, axis=1), plan, rng, None)
+    ref = mn.gaussian_norm_median(16) / 4.0
+    assert T / (mn.SCALE_FLOOR_FACTOR * 4.0) <= s <= T / ref * (1 + 1e-12)
+    if released < 1:
+        assert s > 0.1  # the true scale is 1: the floor undoes the collapse
+    else:
+        assert s < released / 1e3  # capped at the row-norm quantile (loose)
