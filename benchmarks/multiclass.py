@@ -349,6 +349,11 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--ns", type=str, default=None, help="e.g. 10000,100000")
+    parser.add_argument("--syn-reps", type=int, default=None)
+    parser.add_argument(
+        "--lrs", type=str, default=None, help="DP-GD step grid, e.g. 1,3"
+    )
     parser.add_argument(
         "--part",
         choices=("all", "real", "synthetic", "seeds", "sparse"),
@@ -360,9 +365,14 @@ def main():
         ("real", "synthetic", "seeds", "sparse") if args.part == "all" else (args.part,)
     )
     reps = args.reps or (2 if args.quick else 5)
-    syn_reps = 1 if args.quick else 2
+    syn_reps = args.syn_reps or (1 if args.quick else 2)
+    if args.lrs:
+        global LRS
+        LRS = tuple(float(v) for v in args.lrs.split(","))
     n_seeds = args.seeds or (20 if args.quick else 200)
     ns = (10_000,) if args.quick else (10_000, 100_000)
+    if args.ns:
+        ns = tuple(int(v) for v in args.ns.split(","))
     t_start = time.perf_counter()
     summaries, raw = {}, {}
     for name in ("iris", "wine", "digits") if "real" in parts else ():
@@ -398,6 +408,8 @@ def main():
     tag = ("_quick" if args.quick else "") + (
         "" if args.part == "all" else f"_{args.part}"
     )
+    if args.ns:
+        tag += "_n" + "_".join(str(n) for n in ns)
     RESULTS.mkdir(exist_ok=True)
     out = [
         "# Multiclass and sparse benchmark (issue 17)",
@@ -405,12 +417,15 @@ def main():
         f"Command: `nice -n 10 python benchmarks/multiclass.py{' --quick' if args.quick else ''}"
         f"{' --reps ' + str(args.reps) if args.reps else ''}"
         f"{' --seeds ' + str(args.seeds) if args.seeds else ''}"
-        f"{' --part ' + args.part if args.part != 'all' else ''}` "
+        f"{' --part ' + args.part if args.part != 'all' else ''}"
+        f"{' --ns ' + args.ns if args.ns else ''}"
+        f"{' --syn-reps ' + str(args.syn_reps) if args.syn_reps else ''}"
+        f"{' --lrs ' + args.lrs if args.lrs else ''}` "
         f"({elapsed / 60:.1f} min on a shared 2-core machine). "
         f"Real data: {reps} stratified 75/25 splits (seed = split); synthetic: "
         f"{syn_reps} training replicates, one 50,000-row test set. "
         "Mean test accuracy. DP-GD baselines: 100 full-batch steps, exact GDP "
-        "noise; 'best' = best (C, step) in hindsight on the mean test accuracy; "
+        f"noise, step grid {LRS}; 'best' = best (C, step) in hindsight on the mean test accuracy; "
         "the per-C columns use the best step for that C.",
         "",
     ]
