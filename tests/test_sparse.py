@@ -29,6 +29,7 @@ def test_row_helpers_match_dense(fmt):
     X = _sparse_rows(200)
     X[3] = 0.0
     X[4, :2] = [1e300, 1e300]  # overflow-safe norms
+    X[5] = 0.0
     X[5, :2] = [1e-200, 1e-200]  # underflow-safe norms
     S = sp.csr_matrix(X) if fmt == "csr" else sp.csc_matrix(X)
     np.testing.assert_allclose(row_norms(S), safe_row_norms(X), rtol=1e-12)
@@ -46,6 +47,15 @@ def test_stored_zeros_do_not_count():
     S = sp.csr_matrix((np.array([0.0, 3.0]), np.array([0, 1]), np.array([0, 2])))
     assert row_nnz(S)[0] == 1
     assert row_norms(S)[0] == 3.0
+
+
+def test_duplicate_entries_are_summed_on_a_copy():
+    S = sp.csr_matrix(
+        (np.array([1.0, 2.0]), np.array([0, 0]), np.array([0, 2])), shape=(1, 2)
+    )
+    assert not S.has_canonical_format
+    assert row_norms(S)[0] == 3.0
+    assert S.nnz == 2  # the caller's matrix is untouched
 
 
 def test_clip_rows_any_does_not_modify_input():

@@ -60,7 +60,9 @@ def as_float_rows(X):
     """
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64)
-        X.sum_duplicates()
+        if not X.has_canonical_format:
+            X = X.copy()  # never modify the caller's matrix
+            X.sum_duplicates()
         return X
     return np.ascontiguousarray(X, dtype=np.float64)
 
@@ -93,7 +95,8 @@ def row_norms(X):
     rows = _row_index(X)
     with np.errstate(all="ignore"):
         norms = np.sqrt(np.bincount(rows, weights=X.data * X.data, minlength=n))
-    redo = ~np.isfinite(norms) | (norms > 1e150) | ((norms < 1e-150) & (norms > 0))
+    # squares may overflow, or underflow to 0 for a row of tiny entries
+    redo = ~np.isfinite(norms) | (norms > 1e150) | (norms < 1e-150)
     if np.any(redo):
         # rescale the stored entries of those rows by their largest magnitude
         absd = np.abs(X.data)
