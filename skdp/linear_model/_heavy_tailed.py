@@ -864,8 +864,8 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
         Model for more than two classes (two classes always fit the same
         binary model, whatever this is). ``"multinomial"``: one softmax model,
         per-sample gradients clipped per record, the default because it
-        measured better than one-vs-rest on digits, wine and the synthetic
-        task of ``benchmarks/multiclass.py`` (iris, about 110 training rows,
+        measured at least as accurate as one-vs-rest on digits, wine and the
+        synthetic task of ``benchmarks/multiclass.py`` (iris, about 110 training rows,
         is the exception; ``benchmarks/results/multiclass.md``);
         ``solver="known_lipschitz"`` only (the other solvers assume a scalar
         link and raise). ``"ovr"``: one binary model per class, each paying
