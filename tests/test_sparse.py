@@ -148,3 +148,83 @@ def test_large_sparse_input_is_never_densified():
         clf = HeavyTailedLogisticRegression(classes=range(3), random_state=0).fit(S, y)
     assert clf.coef_.shape == (3, d)
     assert clf.predict_proba(S[:5]).shape == (5, 3)
+
+
+# -- skdp.preprocessing.StandardScaler(with_mean=False) ----------------------------------
+def _scaler_data(seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(2.0, 3.0, size=(2000, 5)) * (rng.random((2000, 5)) < 0.3)
+    return X
+
+
+@pytest.mark.parametrize("bounds", [(-20.0, 20.0), (-3.0, 5.0), None])
+def test_sparse_moments_statistic_equals_dense(bounds):
+    from skdp.preprocessing._moments import private_moments
+
+    X = _scaler_data()
+    lo, hi = bounds if bounds is not None else (-1.0, 0.5)  # some entries clipped
+    lo, hi = np.full(5, lo), np.full(5, hi)
+    for with_var in (True, False):
+        *_, dense = private_moments(X, lo, hi, 0.0, with_var=with_var, rng=None)
+        *_, sparse = private_moments(
+            sp.csr_matrix(X), lo, hi, 0.0, with_var=with_var, rng=None
+        )
+        np.testing.assert_allclose(sparse, dense, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("bounds", [(-20.0, 20.0), None])
+@pytest.mark.parametrize("epsilon", [1.0, np.inf])
+def test_standard_scaler_sparse_equals_dense(bounds, epsilon):
+    from skdp.preprocessing import StandardScaler
+
+    X = _scaler_data(1)
+    kw = dict(with_mean=False, bounds=bounds, epsilon=epsilon, random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dense = StandardScaler(**kw).fit(X)
+        sparse = StandardScaler(**kw).fit(sp.csc_matrix(X))
+    np.testing.assert_allclose(sparse.scale_, dense.scale_, rtol=1e-9)
+    np.testing.assert_allclose(sparse.mean_, dense.mean_, rtol=1e-9)
+    S = sp.csr_matrix(X)
+    if bounds is None and (
+        np.any(dense.bounds_[0] > 0) or np.any(dense.bounds_[1] < 0)
+    ):
+        return
+    out = sparse.transform(S)
+    assert sp.issparse(out)
+    np.testing.assert_allclose(out.toarray(), dense.transform(X), rtol=1e-12)
+    np.testing.assert_allclose(
+        sparse.inverse_transform(out).toarray(),
+        dense.inverse_transform(dense.transform(X)),
+        rtol=1e-12,
+    )
+    assert S.nnz == out.nnz  # no zero became non-zero
+
+
+def test_standard_scaler_sparse_matches_sklearn_without_noise():
+    from sklearn.preprocessing import StandardScaler as SkScaler
+
+    from skdp.preprocessing import StandardScaler
+
+    S = sp.csr_matrix(_scaler_data(2))
+    ours = StandardScaler(with_mean=False, bounds=(-50, 50), epsilon=np.inf).fit(S)
+    ref = SkScaler(with_mean=False).fit(S)
+    np.testing.assert_allclose(ours.scale_, ref.scale_, rtol=1e-10)
+    np.testing.assert_allclose(
+        ours.transform(S).toarray(), ref.transform(S).toarray(), rtol=1e-10
+    )
+
+
+def test_standard_scaler_sparse_errors_are_public():
+    from skdp.preprocessing import StandardScaler
+
+    S = sp.csr_matrix(_scaler_data())
+    with pytest.raises(ValueError, match="Cannot center sparse"):
+        StandardScaler(bounds=(-20, 20)).fit(S)
+    fitted = StandardScaler(with_mean=False, bounds=(1.0, 20.0), random_state=0)
+    fitted.fit(S)
+    with pytest.raises(ValueError, match="contain 0"):
+        fitted.transform(S)
+    # clip=False keeps the zeros whatever the bounds
+    out = StandardScaler(with_mean=False, bounds=(1.0, 20.0), clip=False).fit(S)
+    assert out.transform(S).nnz == S.nnz
