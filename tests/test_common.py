@@ -62,3 +62,13 @@ def test_sklearn_compatible_transformers(estimator, check):
 )
 def test_sklearn_compatible_sufficient_statistics(estimator, check):
     check(estimator)
+
+
+# The one-vs-rest path (scales shared by the classes) fits differently for
+# more than two classes, so it is checked too.
+@parametrize_with_checks(
+    [HeavyTailedLogisticRegression(multi_class="ovr")],
+    expected_failed_checks=expected_failed_checks,
+)
+def test_sklearn_compatible_one_vs_rest(estimator, check):
+    check(estimator)

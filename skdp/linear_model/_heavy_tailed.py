@@ -41,8 +41,15 @@ from ..solvers.heavy_tailed_onepass import (
     onepass_clipped_dp_sgd,
     paper_onepass_parameters,
 )
+from ..solvers.multinomial import (
+    MULTINOMIAL_CURVATURE,
+    make_shared_ovr_plan,
+    multinomial_dp_gd,
+    ovr_dp_gd,
+)
 from ..utils import clip_rows, safe_row_norms
 from ..utils._scale_checks import warn_if_unscaled
+from ..utils._sparse import as_float_rows, clip_rows_any, is_sparse, row_norms
 
 __all__ = ["HeavyTailedLinearRegression", "HeavyTailedLogisticRegression"]
 
@@ -98,6 +105,11 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         The solver appends the intercept column itself (its value is the
         private feature scale, see ``_scaled_intercept``).
         """
+        if is_sparse(X):
+            X = as_float_rows(X)
+            if self.feature_norm is not None:
+                X = clip_rows_any(X, float(self.feature_norm))
+            return X
         X = np.asarray(X, dtype=np.float64)
         if self.feature_norm is not None:
             X = clip_rows(X, float(self.feature_norm), safe_row_norms(X))
@@ -181,7 +193,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         n = X.shape[0]
         d = X.shape[1] + int(self.fit_intercept)
         radius = self._radius()
-        row_norms = safe_row_norms(X)
+        row_norms_ = row_norms(X)
         units = dict(
             fit_intercept=self.fit_intercept,
             scaled_intercept=self._scaled_intercept(),
@@ -205,7 +217,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 truncation=truncation,
                 clip=clip,
                 radius=radius,
-                row_norms=row_norms,
+                row_norms=row_norms_,
                 **units,
             )
             info = {
@@ -243,7 +255,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 step_size=step,
                 clip=clip,
                 radius=radius,
-                row_norms=row_norms,
+                row_norms=row_norms_,
                 step_decay=decay,
                 tail_average=tail,
                 **units,
@@ -276,7 +288,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
             clip=clip,
             radius=radius,
             localization_radius=loc_radius,
-            row_norms=row_norms,
+            row_norms=row_norms_,
             **units,
         )
         info = {
@@ -321,16 +333,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         d = Xp.shape[1] + int(self.fit_intercept)
         plans = [self._make_plan(n, d, mu, loss) for _ in targets]
         if any(getattr(p, "default_scales", False) for p in plans):
-            # A public rule of n and the budget: the warning costs no privacy.
-            warnings.warn(
-                f"n_samples={n} is too small for this budget to estimate the data's "
-                "scales privately: the fit assumes standardized data (row norms "
-                "about sqrt(n_features), |y| <= 3 for regression). Scale the data "
-                "with public constants first, or give the public scales "
-                "(feature_norm, G_k, step_size).",
-                UserWarning,
-                stacklevel=3,
-            )
+            _warn_default_scales(n)
         events = [p.event for p in plans]
         if self.center:
             z_center = _noise_multiplier(self._budget(1, share))
@@ -347,6 +350,95 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         ]
         self._record_privacy(event)
         return results
+
+    def _fit_multinomial(self, X, labels, n_classes, shared_ovr=False):
+        """Plan, spend and solve one softmax problem over all classes.
+
+        One record touches all ``K`` columns of coefficients, so the whole
+        budget pays for one fit (one-vs-rest pays ``K`` fits); the feature
+        scale and truncation level are released once, shared by all classes.
+        ``shared_ovr``: ``K`` binary fits instead, sharing those releases.
+        """
+        self._check_center()
+        n = X.shape[0]
+        self.delta_, rng = self._begin_private_fit(n)
+        Xp = self._prepare_X(X)
+        share = _CENTER_SHARE if self.center else 0.0
+        mu = self._budget(1, 1.0 - share)
+        d = Xp.shape[1] + int(self.fit_intercept)
+        use_paper = self.G_k is not None
+        plan_kw = dict(
+            n_scales=int(not use_paper),
+            feature_scale=self._feature_scale(),
+            adaptive_clip=not use_paper,
+            bound_share=self.bound_share,
+        )
+        if shared_ovr:
+            plan = make_shared_ovr_plan(mu, n, d, self.max_iter, n_classes, **plan_kw)
+        else:
+            plan = make_known_lipschitz_plan(
+                mu, n, d * n_classes, self.max_iter, **plan_kw
+            )
+        if plan.default_scales:
+            _warn_default_scales(n)
+        event = plan.event
+        if self.center:
+            z_center = _noise_multiplier(self._budget(1, share))
+            event = ComposedDpEvent([GaussianDpEvent(z_center), event])
+        self._spend(event)
+        self.center_ = None
+        if self.center:
+            self.center_ = private_row_mean(Xp, self.feature_norm, z_center, rng=rng)
+            Xp = Xp - self.center_
+        truncation = clip = None
+        if use_paper:
+            # Theorem 2 with the noise dimension d K of the softmax gradient
+            rho = 0.5 * _gdp_of(plan.gd.z_grad, plan.gd.n_steps) ** 2
+            dim = d if shared_ovr else d * n_classes
+            truncation = clip = _paper_power(
+                self.G_k, n * math.sqrt(rho) / math.sqrt(dim), int(self.k)
+            )
+        curvature = (
+            LogisticLoss().curvature_bound if shared_ovr else MULTINOMIAL_CURVATURE
+        )
+        step = (
+            float(self.step_size)
+            if self.step_size is not None
+            else practical_step_size(curvature, plan.gd.clip_fraction)
+        )
+        res = (ovr_dp_gd if shared_ovr else multinomial_dp_gd)(
+            Xp,
+            labels,
+            n_classes,
+            plan,
+            rng,
+            step_size=step,
+            truncation=truncation,
+            clip=clip,
+            radius=self._radius(),
+            fit_intercept=self.fit_intercept,
+            scaled_intercept=self._scaled_intercept(),
+        )
+        self._record_privacy(event)
+        if shared_ovr:
+            return [(r.coef, _gd_info(r)) for r in res]
+        return res.coef, _gd_info(res)
+
+    def _check_sparse(self, X):
+        """Sparse input: the full-batch solver only, and no centring (public rules)."""
+        if not is_sparse(X):
+            return
+        if self.solver != "known_lipschitz":
+            raise ValueError(
+                f"Sparse input is supported by solver='known_lipschitz' only, not "
+                f"solver={self.solver!r} (its per-sample loop needs dense rows); "
+                "pass a dense array or use the default solver."
+            )
+        if self.center:
+            raise ValueError(
+                "center=True is not supported for sparse input: centring makes "
+                "the matrix dense. Centre with public constants or pass a dense array."
+            )
 
     def _split_coef(self, w):
         if not self.fit_intercept:
@@ -376,8 +468,39 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
 
     def _decision(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        X = validate_data(
+            self,
+            X,
+            reset=False,
+            dtype=[np.float64, np.float32],
+            accept_sparse=["csr", "csc"],
+        )
+        if is_sparse(X):
+            return np.asarray(X.astype(np.float64) @ self.coef_.T) + self.intercept_
         return np.asarray(X, dtype=np.float64) @ self.coef_.T + self.intercept_
+
+
+def _gd_info(res):
+    return {
+        "n_iter": res.n_iter,
+        "clip_thresholds": res.clip_levels,
+        "step_sizes": res.step_sizes,
+        "truncation_threshold": res.extra["truncation"],
+        "feature_scale": res.extra["feature_scale"],
+    }
+
+
+def _warn_default_scales(n):
+    # A public rule of n and the budget: the warning costs no privacy.
+    warnings.warn(
+        f"n_samples={n} is too small for this budget to estimate the data's "
+        "scales privately: the fit assumes standardized data (row norms "
+        "about sqrt(n_features), |y| <= 3 for regression). Scale the data "
+        "with public constants first, or give the public scales "
+        "(feature_norm, G_k, step_size).",
+        UserWarning,
+        stacklevel=4,
+    )
 
 
 def _noise_multiplier(mu):
@@ -536,6 +659,13 @@ _COMMON_NOTES = """
     (post-processing) cuts the step, and restarts from the best recent
     point, whenever the released gradients grow.
 
+    Sparse input (``scipy.sparse`` CSR/CSC) is supported by the default
+    solver without centring: row norms, clipping, the feature scale and the
+    clipped gradient sums run on the stored entries (never densified), and
+    give the same model as the dense matrix for the same ``random_state``
+    (up to rounding). ``onepass``, ``localized`` and ``center=True`` raise a
+    clear error for sparse input.
+
     Floating-point Gaussian sampling is not exactly DP (Mironov 2012).
 """
 
@@ -662,6 +792,8 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.regressor_tags.poor_score = True
+        # sparse input: the full-batch solver without centring (_check_sparse)
+        tags.input_tags.sparse = self.solver == "known_lipschitz" and not self.center
         return tags
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -670,14 +802,22 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
 
         Returns
         -------
         self : HeavyTailedLinearRegression
         """
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=True)
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            dtype=[np.float64, np.float32],
+            y_numeric=True,
+            accept_sparse=["csr", "csc"],
+        )
+        self._check_sparse(X)
         y = np.asarray(y, dtype=np.float64)
         loss = SquaredLoss() if self.loss == "squared" else HuberLoss(self.tau)
         ((w, info),) = self._fit_problems(X, [y], loss, self.loss)
@@ -690,7 +830,7 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
@@ -706,9 +846,13 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
     Tian (NeurIPS 2024): per-sample gradients are clipped at a privately
     chosen level and rows with extreme norms are truncated, so the model
     stays accurate when the features only have a few bounded moments.
-    More than two classes are handled one-vs-rest: every record takes part
-    in every binary problem, so each gets ``1 / n_classes`` of the budget in
-    ``mu**2`` (the plan composes them).
+    More than two classes are handled by a multinomial (softmax) model by
+    default: the per-sample gradient is the ``d x K`` matrix
+    ``x (softmax(W^T x) - e_y)^T``, clipped as a whole (never per class),
+    so the whole budget pays for one fit and the feature scale and
+    truncation level are released once for all classes. With
+    ``multi_class="ovr"`` every record takes part in ``K`` binary problems,
+    each with ``1 / K`` of the budget in ``mu**2``.
 
     Parameters
     ----------
@@ -716,7 +860,20 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
         Public list of class labels. ``None`` reads them from ``y``, which is
         standard in scikit-learn but reveals which labels occur (a small
         leak); declare them to avoid it. With ``classes`` given, a ``y`` that
-        has a single class still fits (the model predicts that class).
+        has a single class still fits (the model predicts that class), and a
+        declared class without examples is fitted like the others (no error).
+    multi_class : {"multinomial", "ovr"}, default="multinomial"
+        Model for more than two classes (two classes always fit the same
+        binary model, whatever this is). ``"multinomial"``: one softmax model,
+        per-sample gradients clipped per record, the default because it
+        measured at least as accurate as one-vs-rest on digits, wine and the
+        synthetic task of ``benchmarks/multiclass.py`` (iris, about 110 training rows,
+        is the exception; ``benchmarks/results/multiclass.md``);
+        ``solver="known_lipschitz"`` only (the other solvers assume a scalar
+        link and raise). ``"ovr"``: one binary model per class, each paying
+        ``1 / n_classes`` of the budget (with ``known_lipschitz`` the feature
+        scale and truncation level are released once for all classes);
+        every solver.
     %(common)s
     Attributes
     ----------
@@ -726,7 +883,7 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
     privacy_spent_ : tuple (epsilon, delta)
     delta_ : float
     n_iter_ : int
-    clip_thresholds_ : ndarray or list of ndarray (one per class if more than two)
+    clip_thresholds_ : ndarray or list of ndarray (one per class for ``"ovr"``)
     step_sizes_ : ndarray or list of ndarray
     truncation_threshold_ : float or list of float
         ``known_lipschitz`` only.
@@ -764,12 +921,14 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
     _parameter_constraints = {
         **_HeavyTailedGLM._parameter_constraints,
         "classes": ["array-like", None],
+        "multi_class": [StrOptions({"multinomial", "ovr"})],
     }
 
     def __init__(
         self,
         *,
         classes=None,
+        multi_class="multinomial",
         solver="known_lipschitz",
         epsilon=1.0,
         delta=None,
@@ -788,6 +947,7 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
         random_state=None,
     ):
         self.classes = classes
+        self.multi_class = multi_class
         self.solver = solver
         self.epsilon = epsilon
         self.delta = delta
@@ -808,6 +968,8 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.poor_score = True
+        # sparse input: the full-batch solver without centring (_check_sparse)
+        tags.input_tags.sparse = self.solver == "known_lipschitz" and not self.center
         return tags
 
     def _resolve_classes(self, y):
@@ -845,16 +1007,51 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
 
         Returns
         -------
         self : HeavyTailedLogisticRegression
         """
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        X, y = validate_data(
+            self, X, y, dtype=[np.float64, np.float32], accept_sparse=["csr", "csc"]
+        )
         check_classification_targets(y)
+        self._check_sparse(X)
         self.classes_ = self._resolve_classes(y)
+        self._softmax = False
+        if self.classes_.size > 2 and self.multi_class == "multinomial":
+            if self.solver != "known_lipschitz":
+                # the class set is public (declared, or already read from y)
+                raise ValueError(
+                    "multi_class='multinomial' is supported by solver="
+                    "'known_lipschitz' only (the one-pass and localized solvers "
+                    f"assume a scalar link); solver={self.solver!r} needs "
+                    "multi_class='ovr' for more than two classes."
+                )
+            labels = np.searchsorted(self.classes_, y)
+            w, info = self._fit_multinomial(X, labels, self.classes_.size)
+            coef = w[:-1].T if self.fit_intercept else w.T
+            intercept = w[-1].copy() if self.fit_intercept else np.zeros(w.shape[1])
+            if self.center_ is not None:
+                intercept -= coef @ self.center_
+            self.coef_ = np.ascontiguousarray(coef)
+            self.intercept_ = intercept
+            self._softmax = True
+            self._set_info([info])
+            return self
+        if self.classes_.size > 2 and self.solver == "known_lipschitz":
+            # one-vs-rest with the scale releases shared by the classes
+            labels = np.searchsorted(self.classes_, y)
+            results = self._fit_multinomial(
+                X, labels, self.classes_.size, shared_ovr=True
+            )
+            coefs, intercepts = zip(*(self._split_coef(w) for w, _ in results))
+            self.coef_ = np.vstack(coefs)
+            self.intercept_ = np.asarray(intercepts, dtype=np.float64)
+            self._set_info([info for _, info in results])
+            return self
         if self.classes_.size == 2:
             targets = [np.where(y == self.classes_[1], 1.0, -1.0)]
         else:
@@ -871,7 +1068,7 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
@@ -885,7 +1082,7 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
@@ -895,6 +1092,8 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
         if scores.ndim == 1:
             p = expit(scores)
             return np.column_stack([1.0 - p, p])
+        if self._softmax:
+            return np.exp(scores - logsumexp(scores, axis=1, keepdims=True))
         p = expit(scores)
         total = p.sum(axis=1, keepdims=True)
         return np.divide(
@@ -906,7 +1105,7 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
@@ -918,6 +1117,8 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
             return -np.column_stack(
                 [np.logaddexp(0.0, scores), np.logaddexp(0.0, -scores)]
             )
+        if self._softmax:
+            return scores - logsumexp(scores, axis=1, keepdims=True)
         log_p = -np.logaddexp(0.0, -scores)
         return log_p - logsumexp(log_p, axis=1, keepdims=True)
 
@@ -926,7 +1127,7 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------

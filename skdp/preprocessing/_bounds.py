@@ -11,6 +11,7 @@ import math
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..privacy import (
     ComposedDpEvent,
@@ -163,13 +164,13 @@ def estimate_bounds(X, epsilon_q, rng):
         )
     cell = (QUANTILE_RANGE[1] - QUANTILE_RANGE[0]) / 2048
     lower, upper = np.empty(d), np.empty(d)
-    with np.errstate(all="ignore"):
-        T = np.arcsinh(X)
+    column = _asinh_columns(X)
     for j in range(d):
+        col = column(j)
         lo = private_quantile(
-            T[:, j], 1.0 - level, epsilon_q, bounds=QUANTILE_RANGE, rng=rng
+            col, 1.0 - level, epsilon_q, bounds=QUANTILE_RANGE, rng=rng
         )
-        hi = private_quantile(T[:, j], level, epsilon_q, bounds=QUANTILE_RANGE, rng=rng)
+        hi = private_quantile(col, level, epsilon_q, bounds=QUANTILE_RANGE, rng=rng)
         if hi - lo < cell:
             mid = 0.5 * (lo + hi)
             lo, hi = mid - 0.5 * cell, mid + 0.5 * cell
@@ -196,3 +197,15 @@ def saturate(X):
     """
     big = np.finfo(X.dtype).max
     return np.clip(X, -big, big, out=X)
+
+
+def _asinh_columns(X):
+    """``j -> asinh(X[:, j])`` as a dense column (sparse input: one column at a time)."""
+    if sp.issparse(X):
+        T = sp.csc_matrix(X, dtype=np.float64, copy=True)
+        with np.errstate(all="ignore"):
+            T.data = np.arcsinh(T.data)  # asinh(0) = 0 keeps the zeros implicit
+        return lambda j: T[:, [j]].toarray().ravel()
+    with np.errstate(all="ignore"):
+        T = np.arcsinh(X)
+    return lambda j: T[:, j]

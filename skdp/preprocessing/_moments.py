@@ -15,6 +15,7 @@ multiplier ``z`` (event ``GaussianDpEvent(z)``) covers all columns.
 import math
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..privacy import gaussian_mechanism
 
@@ -80,14 +81,17 @@ def private_moments(X, lower, upper, noise_multiplier, *, with_var, rng):
         The statistic before noise (for coupled-run tests).
     """
     n, d = X.shape
-    U = clipped_unit_values(X, lower, upper)
-    with np.errstate(all="ignore"):
-        if with_var:
-            stat = np.empty(2 * d)
-            stat[0::2] = U.mean(axis=0)
-            stat[1::2] = 2.0 * np.mean(U * U, axis=0)
-        else:
-            stat = U.mean(axis=0)
+    if sp.issparse(X):
+        stat = _sparse_unit_moments(X, lower, upper, with_var)
+    else:
+        U = clipped_unit_values(X, lower, upper)
+        with np.errstate(all="ignore"):
+            if with_var:
+                stat = np.empty(2 * d)
+                stat[0::2] = U.mean(axis=0)
+                stat[1::2] = 2.0 * np.mean(U * U, axis=0)
+            else:
+                stat = U.mean(axis=0)
     sens = moments_sensitivity(n, d)
     noisy = np.atleast_1d(gaussian_mechanism(stat, sens, noise_multiplier, rng=rng))
     width = upper - lower
@@ -99,3 +103,32 @@ def private_moments(X, lower, upper, noise_multiplier, *, with_var, rng):
     floor = 0.5 * noise_multiplier * sens  # noise std of E[u**2]
     var_u = np.clip(0.5 * noisy[1::2] - m_u * m_u, floor, 0.25)
     return mean, width * width * var_u, stat
+
+
+def _sparse_unit_moments(X, lower, upper, with_var):
+    """The statistic of :func:`private_moments` from the stored entries only.
+
+    An implicit zero of column ``j`` has the unit value of ``0`` clipped to
+    ``[lower_j, upper_j]``; the column sums add it ``n - nnz_j`` times, so the
+    statistic equals the dense one (up to summation order).
+    """
+    X = sp.csc_matrix(X, dtype=np.float64)
+    n, d = X.shape
+    lower = np.broadcast_to(np.asarray(lower, dtype=float), (d,))
+    upper = np.broadcast_to(np.asarray(upper, dtype=float), (d,))
+    counts = np.diff(X.indptr)
+    cols = np.repeat(np.arange(d), counts)
+    u_data = clipped_unit_values(X.data, lower[cols], upper[cols])
+    u_zero = clipped_unit_values(np.zeros(d), lower, upper)
+    implicit = n - counts
+    with np.errstate(all="ignore"):
+        mean = (np.bincount(cols, u_data, minlength=d) + implicit * u_zero) / n
+        if not with_var:
+            return mean
+        second = (
+            np.bincount(cols, u_data * u_data, minlength=d) + implicit * u_zero * u_zero
+        ) / n
+    stat = np.empty(2 * d)
+    stat[0::2] = mean
+    stat[1::2] = 2.0 * second
+    return stat

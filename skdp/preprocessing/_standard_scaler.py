@@ -3,6 +3,7 @@
 from numbers import Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import (
     BaseEstimator,
     OneToOneFeatureMixin,
@@ -46,6 +47,13 @@ class StandardScaler(
 
     With ``epsilon=np.inf`` and bounds that contain the data, the fitted
     ``mean_``, ``var_`` and ``scale_`` are scikit-learn's (up to rounding).
+
+    Sparse input (CSR/CSC) needs ``with_mean=False``, as in scikit-learn:
+    the statistic adds each column's implicit zeros in closed form (equal
+    to the dense statistic), and ``transform`` clips and scales only the
+    stored entries, so it stays sparse; with ``clip=True`` the bounds must
+    contain 0 (else implicit zeros would change, and a clear error is
+    raised).
 
     Parameters
     ----------
@@ -202,6 +210,12 @@ class StandardScaler(
         """Whether ``fit`` reads nothing from the data (see ``_base``)."""
         return not (self.with_mean or self.with_std)
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # sparse input keeps its zeros: no centring (as in scikit-learn)
+        tags.input_tags.sparse = not self.with_mean
+        return tags
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Release the private means and standard deviations.
@@ -216,7 +230,8 @@ class StandardScaler(
         -------
         self : StandardScaler
         """
-        X = validate_data(self, X, dtype=np.float64)
+        X = validate_data(self, X, dtype=np.float64, accept_sparse=["csr", "csc"])
+        _check_sparse_centring(X, self.with_mean)
         n, d = X.shape
         declared = None if self.bounds is None else check_bounds(self.bounds, d)
         delta, rng = self._begin_private_fit(n)
@@ -267,7 +282,18 @@ class StandardScaler(
         ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self, "n_samples_seen_")
-        X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
+        X = validate_data(
+            self,
+            X,
+            reset=False,
+            dtype=np.float64,
+            copy=True,
+            accept_sparse=["csr", "csc"],
+        )
+        if sp.issparse(X):
+            _check_sparse_centring(X, self.with_mean)
+            lower, upper = (None, None) if self.bounds_ is None else self.bounds_
+            return _scale_sparse(X, self.scale_, self.clip, lower, upper, inverse=False)
         if self.clip and self.bounds_ is not None:
             np.clip(X, *self.bounds_, out=X)
         # Rows may be private (a Pipeline's fit transforms its training data):
@@ -295,10 +321,57 @@ class StandardScaler(
         ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self, "n_samples_seen_")
-        X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
+        X = validate_data(
+            self,
+            X,
+            reset=False,
+            dtype=np.float64,
+            copy=True,
+            accept_sparse=["csr", "csc"],
+        )
+        if sp.issparse(X):
+            _check_sparse_centring(X, self.with_mean)
+            return _scale_sparse(X, self.scale_, False, None, None, inverse=True)
         with np.errstate(all="ignore"):
             if self.with_std:
                 X *= self.scale_
             if self.with_mean:
                 X += self.mean_
         return X
+
+
+def _check_sparse_centring(X, with_mean):
+    # a public parameter, checked before anything is spent or read
+    if sp.issparse(X) and with_mean:
+        raise ValueError(
+            "Cannot center sparse matrices: pass `with_mean=False` (sparse input "
+            "keeps its zeros), or pass a dense array."
+        )
+
+
+def _scale_sparse(X, scale, clip, lower, upper, *, inverse):
+    """Clip the stored entries to the bounds and scale columns, staying sparse."""
+    X = X.tocsr() if X.format != "csr" else X
+    cols = X.indices
+    with np.errstate(all="ignore"):  # private values: overflow must stay silent
+        return _scale_sparse_entries(X, cols, scale, clip, lower, upper, inverse)
+
+
+def _scale_sparse_entries(X, cols, scale, clip, lower, upper, inverse):
+    if clip and lower is not None:
+        lower = np.broadcast_to(lower, (X.shape[1],))
+        upper = np.broadcast_to(upper, (X.shape[1],))
+        if np.any(lower > 0) or np.any(upper < 0):
+            # implicit zeros would be clipped to non-zero values (bounds are public)
+            raise ValueError(
+                "Sparse input with clip=True needs bounds that contain 0 in every "
+                "column (implicit zeros would change); pass clip=False or dense input."
+            )
+        np.clip(X.data, lower[cols], upper[cols], out=X.data)
+    if scale is not None:
+        if inverse:
+            X.data *= scale[cols]
+        else:
+            X.data /= scale[cols]
+    saturate(X.data)  # an overflow to inf would make the next step raise
+    return X

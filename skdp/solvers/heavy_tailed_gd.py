@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..privacy import ComposedDpEvent, gaussian_noise, gaussian_steps
-from ..utils import safe_row_norms
+from ..utils._sparse import as_float_rows
+from ..utils._sparse import row_norms as any_row_norms
 from .heavy_tailed_bounds import (
     BISECTION_STEPS,
     DEFAULT_TARGET,
@@ -358,7 +359,7 @@ def clipped_dp_gd(
     """
     n, d = X.shape
     if row_norms is None:
-        row_norms = safe_row_norms(X)
+        row_norms = any_row_norms(X)
     center = np.zeros(d) if center is None else np.asarray(center, dtype=float)
     w = center.copy() if w0 is None else np.asarray(w0, dtype=float).copy()
     w = _project(w, center, radius)
@@ -410,7 +411,7 @@ def clipped_dp_gd(
     # with the smallest gradient since the clip level last changed, each as
     # (point, released data gradient, norm of the full gradient)
     prev = best = None
-    X = np.ascontiguousarray(X, dtype=float)
+    X = as_float_rows(X)  # sparse input stays sparse (CSR)
     y = np.ascontiguousarray(y, dtype=float)
     for t in range(T):
         k, first_avg, last = stage_of[t]
@@ -422,7 +423,7 @@ def clipped_dp_gd(
             best = None  # gradient norms at different clip levels differ
 
             with np.errstate(all="ignore"):
-                g = safe_derivatives(loss, X @ w, y)
+                g = safe_derivatives(loss, np.asarray(X @ w), y)
                 norms = np.abs(g) * row_norms
             C = min(
                 clip_cap,

@@ -201,7 +201,8 @@ def clipped_gradient_sum(X, y, w, inv_norms, clip, loss):
     """
     from .heavy_tailed_common import loss_code, safe_derivatives
 
-    if HAVE_NUMBA and X.flags.c_contiguous and X.dtype == np.float64:
+    dense = isinstance(X, np.ndarray)
+    if HAVE_NUMBA and dense and X.flags.c_contiguous and X.dtype == np.float64:
         code, tau = loss_code(loss)
         return _clipped_gradient_sum_numba(X, y, w, inv_norms, float(clip), code, tau)
     with np.errstate(all="ignore"):
@@ -209,4 +210,4 @@ def clipped_gradient_sum(X, y, w, inv_norms, clip, loss):
     g = safe_derivatives(loss, z, y)
     cap = clip * inv_norms
     g = np.where(inv_norms > 0, np.clip(g, -cap, cap), 0.0)
-    return X.T @ g
+    return np.asarray(X.T @ g)

@@ -41,6 +41,8 @@ import numpy as np
 from scipy.stats import chi2
 
 from ..utils import safe_row_norms
+from ..utils._sparse import append_constant_column, as_float_rows, is_sparse, row_nnz
+from ..utils._sparse import row_norms as sparse_row_norms
 from .heavy_tailed_bounds import LOG2_RANGE, RANGE_STEPS, bisect_counts
 
 __all__ = [
@@ -90,6 +92,11 @@ def row_rms(X, row_norms=None):
     >>> row_rms(np.array([[3.0, 4.0, 0.0], [0.0, 0.0, 0.0], [2.0, 2.0, 2.0]]))
     array([3.53553391,        inf, 2.        ])
     """
+    if is_sparse(X):
+        norms = sparse_row_norms(X) if row_norms is None else row_norms
+        nnz = row_nnz(X)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(nnz > 0, norms / np.sqrt(np.maximum(nnz, 1)), np.inf)
     X = np.asarray(X, dtype=float)
     norms = safe_row_norms(X) if row_norms is None else np.asarray(row_norms, float)
     nnz = np.count_nonzero(X, axis=1)
@@ -221,18 +228,19 @@ def private_design(
     >>> round(des.scale / 100, 1), des.X.shape, bool(des.X[0, -1] == des.scale)
     (1.0, (4000, 4), True)
     """
-    X = np.asarray(X, dtype=float)
+    X = as_float_rows(X) if is_sparse(X) else np.asarray(X, dtype=float)
     n, d = X.shape
-    norms = safe_row_norms(X) if row_norms is None else np.asarray(row_norms, float)
+    if row_norms is None:
+        norms = sparse_row_norms(X)  # dense or sparse
+    else:
+        norms = np.asarray(row_norms, float)
     s = 1.0
     if z_scale is not None:
         s = feature_scale(row_rms(X, norms), d, z_scale, rng)
     if not fit_intercept:
-        return Design(np.ascontiguousarray(X), norms, s, None)
+        return Design(as_float_rows(X), norms, s, None)
     value = s if scaled_intercept else 1.0
-    Xd = np.empty((n, d + 1))
-    Xd[:, :d] = X
-    Xd[:, d] = value
+    Xd = append_constant_column(X, value)
     with np.errstate(all="ignore"):
         full = np.hypot(norms, value)
     return Design(Xd, full, s, value)

@@ -63,6 +63,12 @@ AUDIT_VARIANTS = {
             fit_intercept=False,
         ),
     ),
+    # Multinomial path (a declared third class without examples): one
+    # full-batch step of the d x K per-record clipped gradient.
+    "HeavyTailedLogisticRegression(multinomial)": (
+        "HeavyTailedLogisticRegression",
+        dict(max_iter=1, feature_norm=1.0, fit_intercept=False, classes=[0, 1, 2]),
+    ),
 }
 
 

@@ -84,4 +84,6 @@ def public_transformers():
             out.append(cls())
         if name == "SimpleImputer":
             out.append(cls(strategy="mean", bounds=(-10, 10)))
+        if name == "StandardScaler":
+            out.append(cls(with_mean=False))  # the sparse-input path
     return out

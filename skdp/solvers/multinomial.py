@@ -1,0 +1,540 @@
+"""Multinomial (softmax) logistic regression by full-batch clipped DP-GD.
+
+One record touches every class's coefficients: the per-sample gradient of the
+softmax cross-entropy at ``W`` (shape ``(d, K)``) is the outer product
+``x_i (p_i - e_{y_i})^T`` with ``p_i = softmax(W^T x_i)``. It is clipped as
+a whole, in Frobenius norm ``||x_i|| ||p_i - e_{y_i}||``, never per class,
+so a replaced record moves the clipped sum by at most ``2 C``
+(:func:`clipped_multinomial_gradient_sum`). Each step releases that sum plus
+``N(0, (2 C z)**2)`` on each of the ``d K`` entries: one Gaussian event of
+multiplier ``z`` per step, the same accounting as the binary full-batch
+solver (:class:`~skdp.solvers.heavy_tailed_gd.FullBatchPlan`).
+
+The plan is Algorithm 4's (:func:`~skdp.solvers.heavy_tailed_known_lipschitz.
+make_known_lipschitz_plan` with noise dimension ``d K``): the feature scale
+``s`` and the truncation level are released once for all classes (the
+one-vs-rest fits released one of each per class, from ``1 / K`` of the
+budget each), then clip levels at the checkpoints, then the gradient steps.
+
+A noisy scale must never wreck a fit. The feature scale ``s`` sets the step
+(``/ s**2``) and the truncation level ``T`` (a high quantile of the row
+norms) sets which rows count; both are private releases, and their public
+relations are enforced by post-processing: the median row RMS cannot exceed
+the row-norm quantile (``s <= T / r_d``, ``r_d`` the Gaussian reference of
+:func:`~skdp.solvers.heavy_tailed_units.feature_scale`), and ``s`` is floored
+at ``T / (SCALE_FLOOR_FACTOR sqrt(d))`` (a row's RMS over its non-zero
+entries is at least its norm over ``sqrt(d)``; the factor leaves room for
+heavy-tailed norms). A collapsed ``s`` (a huge step) is thus cut back to the
+scale of the row norms.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..losses import LogisticLoss
+from ..privacy import ComposedDpEvent, gaussian_noise, gaussian_steps
+from ..utils._sparse import append_constant_column, as_float_rows, row_nnz, row_norms
+from .heavy_tailed_bounds import (
+    RANGE_STEPS,
+    SEARCH_OCTAVES,
+    UNRELIABLE_SLACK,
+    default_scales,
+    noisy_log_quantile,
+    scale_quantile,
+    scales_estimable,
+)
+from .heavy_tailed_bounds import scale_share as bound_scale_share
+from .heavy_tailed_common import noise_std, split_gdp
+from .heavy_tailed_gd import (
+    FullBatchPlan,
+    GDResult,
+    clipped_dp_gd,
+    make_full_batch_plan,
+)
+from .heavy_tailed_units import feature_scale, gaussian_norm_median
+
+__all__ = [
+    "MULTINOMIAL_CURVATURE",
+    "SCALE_FLOOR_FACTOR",
+    "softmax_residuals",
+    "clipped_multinomial_gradient_sum",
+    "multinomial_dp_gd",
+    "SharedOvRPlan",
+    "make_shared_ovr_plan",
+    "ovr_dp_gd",
+]
+
+#: Bound on the largest eigenvalue of the softmax cross-entropy's Hessian
+#: in the scores (``diag(p) - p p^T``): at most 1/2.
+MULTINOMIAL_CURVATURE = 0.5
+#: Public slack of the feature-scale floor ``T / (factor sqrt(d))``.
+SCALE_FLOOR_FACTOR = 8.0
+
+_GUARD_GROWTH = 1.5
+_GUARD_NOISE_FLOOR = 3.0
+_FALLBACK_OCTAVES = 8.0
+
+
+def softmax_residuals(scores, labels):
+    """``p_i - e_{y_i}`` for every row, finite (a row with non-finite scores gives 0).
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n, K)
+    labels : int ndarray of shape (n,)
+        Class index in ``[0, K)``.
+
+    Returns
+    -------
+    ndarray of shape (n, K)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> softmax_residuals(np.zeros((1, 2)), np.array([1]))
+    array([[ 0.5, -0.5]])
+    """
+    n = scores.shape[0]
+    with np.errstate(all="ignore"):
+        Z = scores - np.max(scores, axis=1, keepdims=True)
+        P = np.exp(Z)
+        P /= np.sum(P, axis=1, keepdims=True)
+    P[np.arange(n), labels] -= 1.0
+    bad = ~np.all(np.isfinite(P), axis=1)
+    P[bad] = 0.0  # a per-record map: no direction, no contribution
+    return P
+
+
+def clipped_multinomial_gradient_sum(X, labels, W, norms, clip):
+    """Sum of per-sample softmax gradients, each clipped in Frobenius norm.
+
+    ``sum_i min(1, clip / (||x_i|| ||r_i||)) x_i r_i^T`` with
+    ``r_i = softmax(W^T x_i) - e_{y_i}``. Rows with ``norms == 0`` (zero or
+    truncated rows) contribute nothing. Every term has Frobenius norm at
+    most ``clip``, so replacing one record moves the sum by at most
+    ``2 clip``. ``X`` may be sparse (never densified).
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n, d)
+    labels : int ndarray of shape (n,)
+    W : ndarray of shape (d, K)
+    norms : ndarray of shape (n,)
+        Row norms of ``X`` (0 to skip a row).
+    clip : float
+
+    Returns
+    -------
+    sum : ndarray of shape (d, K)
+    norms : ndarray of shape (n,)
+        Unclipped per-sample gradient norms (0 for skipped rows).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[3.0, 4.0]])
+    >>> g, nrm = clipped_multinomial_gradient_sum(X, np.array([0]), np.zeros((2, 2)),
+    ...                                           np.array([5.0]), 1.0)
+    >>> round(float(np.linalg.norm(g)), 6), round(float(nrm[0]), 4)
+    (1.0, 3.5355)
+    """
+    with np.errstate(all="ignore"):
+        scores = np.asarray(X @ W)
+    R = softmax_residuals(scores, labels)
+    with np.errstate(all="ignore"):
+        gnorm = norms * np.sqrt(np.einsum("ij,ij->i", R, R))
+        factor = np.where(gnorm > clip, clip / gnorm, 1.0)
+    factor = np.where((norms > 0) & np.isfinite(factor), factor, 0.0)
+    gnorm = np.where(norms > 0, gnorm, 0.0)
+    R *= factor[:, None]
+    return np.asarray(X.T @ R), gnorm
+
+
+def _project(W, radius):
+    if math.isinf(radius):
+        return W
+    dist = float(np.linalg.norm(W))
+    return W if dist <= radius else W * (radius / dist)
+
+
+def _scales(X, norms, plan, rng, truncation):
+    """Private feature scale ``s`` and truncation level ``T``, made consistent."""
+    d = X.shape[1]
+    ref = gaussian_norm_median(d) / math.sqrt(max(d, 1))
+    if plan.default_scales:
+        B, _ = default_scales(d, LogisticLoss())
+        T = B * UNRELIABLE_SLACK if truncation is None else truncation
+        return 1.0, float(T)
+    s = 1.0
+    if plan.feature_scale:
+        nnz = row_nnz(X)
+        with np.errstate(all="ignore"):
+            rms = np.where(nnz > 0, norms / np.sqrt(np.maximum(nnz, 1)), np.inf)
+        s = feature_scale(rms, d, plan.z_scale, rng)
+    if truncation is None:
+        tail = 0.0 if plan.z_scale == 0 else plan.trunc_fraction
+        truncation = scale_quantile(norms, tail, plan.z_scale, rng)
+    T = float(truncation)
+    if plan.feature_scale and T > 0:
+        # post-processing of two releases: s in [T / (8 sqrt(d)), T / ref]
+        s = min(max(s, T / (SCALE_FLOOR_FACTOR * math.sqrt(max(d, 1)))), T / ref)
+    return float(s), T
+
+
+def multinomial_dp_gd(
+    X,
+    labels,
+    n_classes,
+    plan,
+    rng,
+    *,
+    step_size,
+    truncation=None,
+    clip=None,
+    radius=math.inf,
+    fit_intercept=False,
+    scaled_intercept=True,
+):
+    """Algorithm 4 + full-batch clipped DP-GD for the softmax cross-entropy.
+
+    1. Private feature scale ``s`` and truncation level ``T`` of the feature
+       row norms, released once for all classes and made consistent (see the
+       module docstring); ``T`` may be public (``truncation``).
+    2. Rows with feature norm above ``T`` become the zero function.
+    3. With an intercept, the constant column ``s`` (or 1) is appended.
+    4. ``plan.gd.n_steps`` steps ``W <- P(W - eta (S_t / n))`` with
+       ``S_t`` the clipped sum plus ``N(0, (2 C_t z)**2)`` per entry; ``C_t``
+       is public (``clip``) or the private ``1 - p`` quantile of the
+       per-sample gradient norms at the checkpoints, searched in the
+       ``SEARCH_OCTAVES`` below the Lipschitz ceiling ``sqrt(2) ||x||``. The
+       divergence guard and the averaging of the second half are
+       post-processing, as in the binary solver.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n, d)
+        Features (already clipped to any public feature norm).
+    labels : int ndarray of shape (n,)
+        Class indices in ``[0, n_classes)``.
+    n_classes : int
+    plan : KnownLipschitzPlan
+        From ``make_known_lipschitz_plan(mu, n, (d + fit_intercept) * K, ...)``
+        with ``n_scales = (truncation is None)``.
+    rng : numpy.random.Generator
+    step_size : float
+        Step for features of unit scale; divided by ``s**2``.
+    truncation, clip : float, optional
+        Public truncation / clip levels.
+    radius : float, default=inf
+        Frobenius radius of the domain of ``W``.
+    fit_intercept : bool, default=False
+    scaled_intercept : bool, default=True
+
+    Returns
+    -------
+    GDResult
+        ``coef`` of shape ``(d + fit_intercept, K)``, the intercept row last
+        in the data's units; ``extra`` holds ``"truncation"`` and
+        ``"feature_scale"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp.solvers.heavy_tailed_known_lipschitz import make_known_lipschitz_plan
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(3000, 2)); y = np.digitize(X[:, 0], [-0.5, 0.5])
+    >>> plan = make_known_lipschitz_plan(np.inf, 3000, 9, 50, feature_scale=True)
+    >>> res = multinomial_dp_gd(X, y, 3, plan, rng, step_size=2.0, fit_intercept=True)
+    >>> pred = np.argmax(np.c_[X, np.ones(3000)] @ res.coef, axis=1)
+    >>> bool(np.mean(pred == y) > 0.9)
+    True
+    """
+    X = as_float_rows(X)
+    labels = np.asarray(labels, dtype=np.int64)
+    n, d_feat = X.shape
+    K = int(n_classes)
+    norms = row_norms(X)
+    needed = int(truncation is None and not plan.default_scales) + int(
+        plan.feature_scale
+    )
+    if not plan.default_scales and plan.n_scales != needed:
+        raise ValueError(
+            "The plan does not pay for the scale quantiles this run needs."
+        )
+    s, T = _scales(X, norms, plan, rng, truncation)
+    keep = norms <= T
+    value = None
+    if fit_intercept:
+        value = s if scaled_intercept else 1.0
+        X = append_constant_column(X, value)
+        with np.errstate(all="ignore"):
+            norms = np.hypot(norms, value)
+    norms_t = np.where(keep, norms, 0.0)
+    d = X.shape[1]
+    ceiling = math.sqrt(2.0) * (math.hypot(T, value) if value is not None else T)
+    gd = plan.gd
+    T_steps = int(gd.n_steps)
+    q = 1.0 - gd.clip_fraction
+    if clip is None:
+        clip_range = (math.log2(ceiling) - SEARCH_OCTAVES, math.log2(ceiling))
+        checkpoints = set(gd.checkpoints)
+        C = 2.0 ** (clip_range[1] - _FALLBACK_OCTAVES)
+    else:
+        checkpoints, C = set(), float(clip)
+    lr = float(step_size) / (s * s)
+    W = np.zeros((d, K))
+    clip_levels = np.empty(T_steps)
+    step_sizes = np.empty(T_steps)
+    acc = np.zeros((d, K))
+    n_avg, first_avg = 0, T_steps // 2
+    prev = best = None
+    for t in range(T_steps):
+        if t in checkpoints:
+            best = None
+            _, gnorms = clipped_multinomial_gradient_sum(
+                X, labels, W, norms_t, math.inf
+            )
+            C = min(
+                ceiling,
+                noisy_log_quantile(
+                    gnorms,
+                    q,
+                    gd.z_count,
+                    rng,
+                    log2_range=clip_range,
+                    steps=gd.bisection_steps,
+                ),
+            )
+        clipped, _ = clipped_multinomial_gradient_sum(X, labels, W, norms_t, C)
+        std = noise_std(2.0 * C, gd.z_grad)
+        noise = gaussian_noise(rng, std, d * K)
+        grad = (clipped + np.reshape(noise, (d, K))) / n
+        clip_levels[t] = C
+        gnorm = float(np.linalg.norm(grad))
+        noise_norm = std * math.sqrt(d * K) / n
+        diverging = prev is not None and gnorm > _GUARD_NOISE_FLOOR * noise_norm
+        diverging = diverging and (
+            gnorm > _GUARD_GROWTH * prev[2]
+            or (best is not None and gnorm > _GUARD_GROWTH * best[2])
+        )
+        if diverging:
+            lr *= min(0.5, prev[2] / gnorm)
+            back = best if best is not None else prev
+            W = _project(back[0] - lr * back[1], radius)
+            prev = back
+        else:
+            prev = (W, grad, gnorm)
+            if best is None or gnorm < best[2]:
+                best = prev
+            W = _project(W - lr * grad, radius)
+        step_sizes[t] = lr
+        if t >= first_avg:
+            acc += W
+            n_avg += 1
+    coef = acc / n_avg if n_avg else W
+    if value is not None:
+        coef[-1] *= value
+    res = GDResult(coef, clip_levels, step_sizes, T_steps)
+    res.extra["truncation"] = float(T)
+    res.extra["feature_scale"] = float(s)
+    return res
+
+
+@dataclass(frozen=True)
+class SharedOvRPlan:
+    """Noise of :func:`ovr_dp_gd`: shared scales, then ``K`` binary GD runs.
+
+    Parameters
+    ----------
+    gd : FullBatchPlan
+        Plan of each of the ``n_classes`` binary runs (same noise).
+    n_classes : int
+    n_scales, z_scale, trunc_fraction, default_scales, feature_scale
+        As in :class:`~skdp.solvers.heavy_tailed_known_lipschitz.KnownLipschitzPlan`;
+        the scale quantiles are released once, for all classes.
+    """
+
+    gd: FullBatchPlan
+    n_classes: int
+    n_scales: int = 0
+    z_scale: float = math.inf
+    trunc_fraction: float = 0.0
+    default_scales: bool = False
+    feature_scale: bool = False
+
+    @property
+    def event(self):
+        parts = []
+        if self.n_scales:
+            parts.append(gaussian_steps(self.z_scale, self.n_scales * RANGE_STEPS))
+        parts.extend(self.gd.event for _ in range(self.n_classes))
+        return ComposedDpEvent(parts)
+
+
+def make_shared_ovr_plan(
+    mu,
+    n,
+    d,
+    n_steps,
+    n_classes,
+    *,
+    n_scales=1,
+    feature_scale=False,
+    adaptive_clip=True,
+    bound_share=0.1,
+):
+    """Budget split of one-vs-rest with scales shared by the classes.
+
+    The scale quantiles (feature scale, truncation level) take their share
+    of ``mu**2`` once; the rest is split evenly over the ``K`` binary runs
+    (each touches every record), each with its clip levels and gradients.
+    The composition is exactly ``mu``-GDP.
+
+    Parameters
+    ----------
+    mu : float
+    n, d : int
+        Records and dimension of each binary problem (intercept included).
+    n_steps, n_classes : int
+    n_scales : int, default=1
+        Truncation quantile (0 if public).
+    feature_scale : bool, default=False
+    adaptive_clip : bool, default=True
+    bound_share : float, default=0.1
+
+    Returns
+    -------
+    SharedOvRPlan
+
+    Examples
+    --------
+    >>> from skdp.privacy import gdp_mu_of
+    >>> plan = make_shared_ovr_plan(0.5, 10_000, 6, 30, 4, feature_scale=True)
+    >>> round(gdp_mu_of(plan.event), 6)
+    0.5
+    """
+    K = int(n_classes)
+    n_sc = int(n_scales) + bool(feature_scale)
+    scale_sh = bound_scale_share(bound_share, n_sc)
+    use_defaults = False
+    z_scale = math.inf
+    if n_sc:
+        (z_scale,) = split_gdp(mu, [(n_sc * RANGE_STEPS, scale_sh)])
+        if not scales_estimable(n, z_scale):
+            use_defaults, n_sc, scale_sh, feature_scale = True, 0, 0.0, False
+    rest = 1.0 - scale_sh
+    mu_k = mu if math.isinf(mu) else mu * math.sqrt(rest / K)
+    gd = make_full_batch_plan(
+        mu_k,
+        n,
+        d,
+        n_steps,
+        adaptive_clip=adaptive_clip,
+        clip_share=(bound_share - scale_sh) / rest,
+    )
+    if not n_sc:
+        return SharedOvRPlan(gd, K, default_scales=use_defaults)
+    trunc = min(0.01, gd.clip_fraction / 4.0)
+    return SharedOvRPlan(gd, K, n_sc, z_scale, trunc, feature_scale=bool(feature_scale))
+
+
+def ovr_dp_gd(
+    X,
+    labels,
+    n_classes,
+    plan,
+    rng,
+    *,
+    step_size,
+    truncation=None,
+    clip=None,
+    radius=math.inf,
+    fit_intercept=False,
+    scaled_intercept=True,
+):
+    """One-vs-rest Algorithm 4 + clipped DP-GD with scales shared by the classes.
+
+    The feature scale ``s`` and the truncation level ``T`` are released once
+    (and made consistent, as in :func:`multinomial_dp_gd`); then each class
+    ``k`` runs :func:`~skdp.solvers.heavy_tailed_gd.clipped_dp_gd` on the
+    same truncated design with targets ``+1`` (class ``k``) / ``-1``, its
+    clip levels searched below the logistic Lipschitz ceiling ``||x||``.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n, d)
+    labels : int ndarray of shape (n,)
+    n_classes : int
+    plan : SharedOvRPlan
+    rng : numpy.random.Generator
+    step_size : float
+        Binary step for features of unit scale; divided by ``s**2``.
+    truncation, clip : float, optional
+    radius : float, default=inf
+    fit_intercept : bool, default=False
+    scaled_intercept : bool, default=True
+
+    Returns
+    -------
+    list of GDResult
+        One per class; ``coef`` has the intercept last, in the data's units.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(3000, 2)); y = np.digitize(X[:, 0], [-0.5, 0.5])
+    >>> plan = make_shared_ovr_plan(np.inf, 3000, 3, 50, 3, feature_scale=True)
+    >>> res = ovr_dp_gd(X, y, 3, plan, rng, step_size=4.0, fit_intercept=True)
+    >>> W = np.stack([r.coef for r in res], axis=1)
+    >>> bool(np.mean(np.argmax(np.c_[X, np.ones(3000)] @ W, axis=1) == y) > 0.8)
+    True
+    """
+    X = as_float_rows(X)
+    labels = np.asarray(labels, dtype=np.int64)
+    norms = row_norms(X)
+    needed = int(truncation is None and not plan.default_scales) + int(
+        plan.feature_scale
+    )
+    if not plan.default_scales and plan.n_scales != needed:
+        raise ValueError(
+            "The plan does not pay for the scale quantiles this run needs."
+        )
+    s, T = _scales(X, norms, plan, rng, truncation)
+    keep = norms <= T
+    value = None
+    if fit_intercept:
+        value = s if scaled_intercept else 1.0
+        X = append_constant_column(X, value)
+        with np.errstate(all="ignore"):
+            norms = np.hypot(norms, value)
+    norms_t = np.where(keep, norms, 0.0)
+    ceiling = math.hypot(T, value) if value is not None else T
+    clip_range = None
+    if clip is None:
+        clip_range = (math.log2(ceiling) - SEARCH_OCTAVES, math.log2(ceiling))
+    out = []
+    for k in range(int(n_classes)):
+        yk = np.where(labels == k, 1.0, -1.0)
+        res = clipped_dp_gd(
+            X,
+            yk,
+            LogisticLoss(),
+            plan.gd,
+            rng,
+            step_size=float(step_size) / (s * s),
+            clip=clip,
+            clip_range=clip_range,
+            clip_cap=ceiling,
+            radius=radius,
+            row_norms=norms_t,
+        )
+        if value is not None:
+            res.coef = np.array(res.coef, dtype=float)
+            res.coef[-1] *= value
+        res.extra["truncation"] = float(T)
+        res.extra["feature_scale"] = float(s)
+        out.append(res)
+    return out

@@ -1,0 +1,282 @@
+"""Multinomial (softmax) HeavyTailedLogisticRegression and its solver."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+
+from skdp import HeavyTailedLogisticRegression, PrivacyAccountant
+from skdp.privacy import ComposedDpEvent, gdp_delta, gdp_mu, gdp_mu_of
+from skdp.solvers.heavy_tailed_bounds import BISECTION_STEPS, RANGE_STEPS
+from skdp.solvers.heavy_tailed_known_lipschitz import make_known_lipschitz_plan
+from skdp.solvers.multinomial import (
+    clipped_multinomial_gradient_sum,
+    multinomial_dp_gd,
+    softmax_residuals,
+)
+
+
+def _multiclass(n, d=4, K=3, seed=0, tails="gauss"):
+    rng = np.random.default_rng(seed)
+    if tails == "gauss":
+        X = rng.normal(size=(n, d))
+    else:
+        X = rng.standard_t(3, size=(n, d))
+    W = rng.normal(size=(d, K))
+    y = np.argmax(X @ W + rng.gumbel(size=(n, K)), axis=1)
+    return X, y
+
+
+# -- sensitivity of the clipped sum (coupled runs) --------------------------------
+@pytest.mark.parametrize("K", [2, 3, 10])
+def test_replaced_record_moves_clipped_sum_by_at_most_2C(K):
+    rng = np.random.default_rng(K)
+    n, d, C = 200, 6, 0.7
+    X = rng.standard_t(2, size=(n, d)) * 3
+    labels = rng.integers(0, K, size=n)
+    W = rng.normal(size=(d, K))
+    worst = 0.0
+    for trial in range(300):
+        X2, l2 = X.copy(), labels.copy()
+        i = trial % n
+        X2[i] = rng.standard_t(1, size=d) * 10.0 ** rng.uniform(-3, 4)
+        l2[i] = rng.integers(0, K)
+        g1, _ = clipped_multinomial_gradient_sum(
+            X, labels, W, np.linalg.norm(X, axis=1), C
+        )
+        g2, _ = clipped_multinomial_gradient_sum(
+            X2, l2, W, np.linalg.norm(X2, axis=1), C
+        )
+        worst = max(worst, float(np.linalg.norm(g1 - g2)))
+    assert worst <= 2 * C * (1 + 1e-12)
+    # attained: a large row replaced by its negation (same label, W = 0)
+    W0 = np.zeros((d, K))
+    X2 = X.copy()
+    X[0] *= 1e3 / np.linalg.norm(X[0])
+    X2[0] = -X[0]
+    g1, _ = clipped_multinomial_gradient_sum(
+        X, labels, W0, np.linalg.norm(X, axis=1), C
+    )
+    g2, _ = clipped_multinomial_gradient_sum(
+        X2, labels, W0, np.linalg.norm(X2, axis=1), C
+    )
+    assert np.linalg.norm(g1 - g2) == pytest.approx(2 * C, rel=1e-9)
+
+
+def test_clipped_sum_matches_the_definition():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3)) * 4
+    labels = rng.integers(0, 4, size=50)
+    W = rng.normal(size=(3, 4))
+    norms = np.linalg.norm(X, axis=1)
+    norms[3] = 0.0  # a truncated row contributes nothing
+    g, gn = clipped_multinomial_gradient_sum(X, labels, W, norms, 1.0)
+    expected = np.zeros((3, 4))
+    for i in range(50):
+        if i == 3:
+            continue
+        z = X[i] @ W
+        p = np.exp(z - z.max())
+        p /= p.sum()
+        p[labels[i]] -= 1
+        G = np.outer(X[i], p)
+        f = np.linalg.norm(G)
+        assert gn[i] == pytest.approx(f)
+        expected += G * min(1.0, 1.0 / f)
+    np.testing.assert_allclose(g, expected, atol=1e-12)
+
+
+def test_softmax_residuals_are_finite_for_extreme_scores():
+    scores = np.array([[1e308, -1e308, 0.0], [np.inf, np.inf, 0.0], [0.0, 0.0, 0.0]])
+    R = softmax_residuals(scores, np.array([0, 1, 2]))
+    assert np.all(np.isfinite(R))
+    np.testing.assert_allclose(R.sum(axis=1), 0.0, atol=1e-12)
+
+
+# -- accounting -------------------------------------------------------------------
+def test_multinomial_pays_once_and_the_event_matches_the_budget():
+    X, y = _multiclass(4000, K=4)
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    clf = HeavyTailedLogisticRegression(
+        epsilon=1.0, delta=1e-6, accountant=acc, random_state=0
+    ).fit(X, y)
+    eps, delta = clf.privacy_spent_
+    assert 0.97 <= eps <= 1.0 and delta == 1e-6
+    (event,) = [e for _, e in acc.ledger]
+    # one fit (not one per class): GDP mu of the plan is the whole budget
+    assert gdp_mu_of(event) == pytest.approx(gdp_mu(1.0, 1e-6), rel=1e-6)
+    # the closed-form GDP curve certifies the request
+    assert gdp_delta(gdp_mu_of(event), 1.0) <= 1e-6 * (1 + 1e-6)
+    # counts: feature scale + truncation once (RANGE_STEPS each), 5 clip checkpoints
+    parts = event.events
+    assert isinstance(event, ComposedDpEvent)
+    assert parts[0].count == 2 * RANGE_STEPS
+    assert parts[1].events[0].count == 5 * BISECTION_STEPS
+    assert parts[1].events[1].count == clf.max_iter
+
+
+def test_plan_noise_dimension_is_d_times_K():
+    small = make_known_lipschitz_plan(1.0, 5000, 5, 30, feature_scale=True)
+    big = make_known_lipschitz_plan(1.0, 5000, 50, 30, feature_scale=True)
+    assert big.gd.clip_fraction > small.gd.clip_fraction
+    assert big.gd.z_grad == pytest.approx(small.gd.z_grad)
+
+
+# -- non-private limit ------------------------------------------------------------
+def test_inf_epsilon_matches_sklearn_multinomial():
+    X, y = _multiclass(4000, d=3, K=4, seed=1)
+    ref = LogisticRegression(C=1e8, tol=1e-10, max_iter=5000).fit(X, y)
+    clf = HeavyTailedLogisticRegression(
+        epsilon=np.inf, max_iter=400, random_state=0
+    ).fit(X, y)
+    assert clf.privacy_spent_[0] == np.inf
+    # the softmax is invariant to a common shift of the class scores
+    coef = clf.coef_ - clf.coef_.mean(axis=0)
+    ref_coef = ref.coef_ - ref.coef_.mean(axis=0)
+    np.testing.assert_allclose(coef, ref_coef, atol=2e-2)
+    np.testing.assert_allclose(clf.predict_proba(X), ref.predict_proba(X), atol=5e-3)
+
+
+# -- API ----------------------------------------------------------------------------
+def test_shapes_proba_and_log_proba():
+    X, y = _multiclass(3000, K=5, tails="t")
+    clf = HeavyTailedLogisticRegression(random_state=0, classes=range(5)).fit(X, y)
+    assert clf.coef_.shape == (5, 4) and clf.intercept_.shape == (5,)
+    assert clf.decision_function(X).shape == (3000, 5)
+    proba = clf.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_allclose(np.exp(clf.predict_log_proba(X)), proba, rtol=1e-10)
+    assert np.all(np.isfinite(clf.predict_log_proba(X * 1e8)))
+    np.testing.assert_array_equal(
+        clf.predict(X), clf.classes_[np.argmax(proba, axis=1)]
+    )
+
+
+def test_binary_results_do_not_depend_on_multi_class():
+    X, y = _multiclass(2000, K=2)
+    a = HeavyTailedLogisticRegression(random_state=3).fit(X, y)
+    b = HeavyTailedLogisticRegression(random_state=3, multi_class="ovr").fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+
+
+def test_declared_class_without_examples_fits():
+    X, y = _multiclass(3000, K=3)
+    clf = HeavyTailedLogisticRegression(classes=[0, 1, 2, 3], random_state=0)
+    clf.fit(X, y)  # no error: the empty class is not revealed by one
+    assert clf.predict_proba(X).shape == (3000, 4)
+    assert np.mean(clf.predict(X) == 3) < 0.01
+    assert np.mean(clf.predict(X) == y) > 0.6
+
+
+@pytest.mark.parametrize("solver", ["onepass", "localized"])
+def test_scalar_link_solvers_name_the_multinomial_solver(solver):
+    X, y = _multiclass(600, K=3)
+    with pytest.raises(ValueError, match="known_lipschitz"):
+        HeavyTailedLogisticRegression(solver=solver, classes=range(3)).fit(X, y)
+    clf = HeavyTailedLogisticRegression(
+        solver=solver, multi_class="ovr", classes=range(3), random_state=0
+    ).fit(X, y)
+    assert clf.coef_.shape == (3, 4)
+
+
+def test_public_clip_and_step_paths():
+    X, y = _multiclass(3000, K=3, tails="t")
+    for kw in ({"G_k": 5.0, "radius": 20.0}, {"step_size": 0.5}):
+        clf = HeavyTailedLogisticRegression(random_state=0, **kw).fit(X, y)
+        assert np.all(np.isfinite(clf.coef_))
+        assert 0.97 <= clf.privacy_spent_[0] <= 1.0
+
+
+def test_centring_is_reported_for_raw_features():
+    X, y = _multiclass(4000, K=3, seed=2)
+    Xo = X + 5.0
+    clf = HeavyTailedLogisticRegression(
+        epsilon=np.inf, center=True, feature_norm=100.0, max_iter=200, random_state=0
+    ).fit(Xo, y)
+    ref = HeavyTailedLogisticRegression(
+        epsilon=np.inf, max_iter=200, random_state=0
+    ).fit(X, y)
+    assert np.mean(clf.predict(Xo) == ref.predict(X)) > 0.97
+
+
+def test_solver_scale_is_consistent_with_the_truncation_level():
+    # a collapsed feature scale is cut back to the scale of the row norms
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5000, 4))
+    y = rng.integers(0, 3, size=5000)
+    plan = make_known_lipschitz_plan(np.inf, 5000, 15, 5, feature_scale=True)
+    res = multinomial_dp_gd(X * 1e-6, y, 3, plan, rng, step_size=1.0)
+    assert res.extra["feature_scale"] == pytest.approx(1e-6, rel=0.2)
+
+
+# -- the known defect: one class's scale collapsing on digits ----------------------
+@pytest.mark.parametrize("seed", [1014, 0, 1, 2])
+def test_digits_fit_is_never_wrecked_by_a_noisy_scale(seed):
+    X, y = load_digits(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(
+        X / 16.0, y, stratify=y, test_size=0.25, random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = HeavyTailedLogisticRegression(classes=range(10), random_state=seed)
+        clf.fit(Xtr, ytr)
+    assert np.abs(clf.coef_).max() < 1e3
+    assert clf.score(Xte, yte) > 0.6
+
+
+# -- one-vs-rest with shared scales ---------------------------------------------------
+def test_shared_ovr_plan_is_exactly_the_budget():
+    from skdp.solvers.multinomial import make_shared_ovr_plan
+
+    for K in (3, 10):
+        plan = make_shared_ovr_plan(0.4, 20_000, 11, 30, K, feature_scale=True)
+        assert gdp_mu_of(plan.event) == pytest.approx(0.4, rel=1e-6)
+        assert plan.event.events[0].count == 2 * RANGE_STEPS  # once, not K times
+        assert len(plan.event.events) == 1 + K
+
+
+def test_ovr_releases_one_feature_scale_for_all_classes():
+    X, y = _multiclass(4000, K=4, tails="t")
+    clf = HeavyTailedLogisticRegression(
+        multi_class="ovr", epsilon=1.0, random_state=0
+    ).fit(X, y)
+    assert len(set(clf.feature_scale_)) == 1
+    assert len(set(clf.truncation_threshold_)) == 1
+    assert 0.97 <= clf.privacy_spent_[0] <= 1.0
+    assert np.mean(clf.predict(X) == y) > 0.5
+
+
+def test_ovr_inf_epsilon_matches_sklearn_ovr():
+    from sklearn.multiclass import OneVsRestClassifier
+
+    X, y = _multiclass(4000, d=3, K=3, seed=4)
+    ref = OneVsRestClassifier(LogisticRegression(C=1e8, max_iter=2000)).fit(X, y)
+    clf = HeavyTailedLogisticRegression(
+        multi_class="ovr", epsilon=np.inf, max_iter=300, random_state=0
+    ).fit(X, y)
+    coef = np.vstack([e.coef_ for e in ref.estimators_])
+    np.testing.assert_allclose(clf.coef_, coef, atol=2e-2)
+
+
+@pytest.mark.parametrize("released", [1e-5, 1e5])
+def test_a_collapsed_scale_release_is_bounded_by_the_truncation_level(
+    monkeypatch, released
+):
+    import skdp.solvers.multinomial as mn
+
+    # stand-in for a noisy bisection that went astray (both directions)
+    monkeypatch.setattr(mn, "feature_scale", lambda *a, **k: released)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5000, 16))
+    plan = make_known_lipschitz_plan(1.0, 5000, 17 * 3, 30, feature_scale=True)
+    s, T = mn._scales(X, np.linalg.norm(X, axis=1), plan, rng, None)
+    ref = mn.gaussian_norm_median(16) / 4.0
+    assert T / (mn.SCALE_FLOOR_FACTOR * 4.0) <= s <= T / ref * (1 + 1e-12)
+    if released < 1:
+        assert s > 0.1  # the true scale is 1: the floor undoes the collapse
+    else:
+        assert s < released / 1e3  # capped at the row-norm quantile (loose)
