@@ -354,10 +354,8 @@ def run_task(name, seeds, epsilons, quick, log):
 ABLATIONS = [
     ("nispp (old default)", dict(solver="nispp")),
     ("nseg", dict(solver="nseg")),
-    ("nispp, max_iter=3000", dict(solver="nispp", max_iter=3000)),
     ("nispp, radius=20", dict(solver="nispp", radius=20.0)),
     ("nispp, min_group_prior=0.2", dict(solver="nispp", min_group_prior=0.2)),
-    ("nispp, batch_size=2000", dict(solver="nispp", batch_size=2000)),
     ("gda, dual_step=0 (private ERM only)", dict(solver="gda", dual_step=0.0)),
     ("gda (default)", dict(solver="gda")),
     ("gda, dual_step=1", dict(solver="gda", dual_step=1.0)),

@@ -56,7 +56,7 @@ _GDA_DUAL_STEP = 0.3
 _GDA_OPTIMISTIC = True
 _GDA_AVERAGE_FROM = 0.5
 _GDA_DUAL_WARMUP = 0.3
-_GDA_CONFIDENCE = 2.0
+_GDA_CONFIDENCE = 1.0
 
 
 class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimator):
