@@ -30,16 +30,21 @@ exactly to ``sqrt(T) / z``-GDP (adaptive composition). Everything after the
 noisy release (the primal step, the exponentiated dual step, projections,
 averaging) is post-processing.
 
-**Warm start.** ``q_0 = pi`` makes every record weight 1, so the first steps
-are full-batch DP-GD on the group-blind logistic loss (private ERM, with the
-sensitivity ``sqrt(4 C^2 + (lam B)^2)`` of that release); the dual then moves
-the weight towards the groups whose noisy risk is highest.
+**Warm start.** ``q_0 = pi`` makes every record weight 1, so the first
+steps (``dual_warmup``) are full-batch DP-GD on the group-blind logistic loss
+(private ERM, with the sensitivity ``sqrt(4 C^2 + (lam B)^2)`` of that
+release); the dual then moves the weight towards the groups whose noisy risk
+is highest.
 
 **Updates.** Primal: a projected (optionally Nesterov-accelerated) gradient
 step on ``w`` with the noisy weighted mean gradient. Dual: exponentiated
-(mirror) ascent ``q <- q * exp(eta_q * R_hat)`` normalised, with the noisy
-risks ``R_hat_g = (L_g + noise / lam) / (n pi_g)``. The output is the average
-of the iterates over the last half of the run.
+(mirror) ascent from ``pi``, written as follow-the-regularised-leader,
+``q proportional to pi * exp(eta_q * (S_g - kappa * s_g))`` with ``S_g`` the
+sum of the noisy risks ``R_hat_g = (L_g + noise / lam) / (n pi_g)`` since the
+warm-up (plus the latest one if optimistic) and ``s_g`` the standard
+deviation of its noise (public), so that a group with a noisy risk estimate
+gains weight only on evidence. The output is the average of the iterates over
+the last part of the run (``average_from``).
 """
 
 import math
