@@ -7,9 +7,23 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-SHARED = os.path.join(
-    os.path.dirname(__file__), "..", "..", "shared", "datasets", "adult"
-)
+
+def _adult_dir():
+    """``$SKDP_ADULT``, else ``shared/datasets/adult`` next to the checkout or
+    two levels up (a worktree under ``wt/``)."""
+    if os.environ.get("SKDP_ADULT"):
+        return os.environ["SKDP_ADULT"]
+    here = os.path.dirname(os.path.abspath(__file__))
+    for up in (("..", ".."), ("..", "..", "..")):
+        path = os.path.join(here, *up, "shared", "datasets", "adult")
+        if os.path.isdir(path):
+            return os.path.normpath(path)
+    return os.path.normpath(
+        os.path.join(here, "..", "..", "shared", "datasets", "adult")
+    )
+
+
+SHARED = _adult_dir()
 
 # --- synthetic 3-group problem ----------------------------------------------------
 PRIORS = (0.6, 0.3, 0.1)

@@ -5,7 +5,8 @@ Worst-group loss of a private minimax-fair classifier
 A classifier trained to minimize the *average* loss can serve small groups
 badly. :class:`skdp.MinimaxFairClassifier` minimizes the *worst group's*
 logistic loss (group distributionally robust optimization) with the
-differentially private saddle-point solvers of Boob and Guzmán.
+differentially private full-batch noisy descent-ascent (the default) or the
+saddle-point solvers of Boob and Guzmán.
 
 Three synthetic groups with priors (0.6, 0.3, 0.1) have different optimal
 classifiers. We compare the worst-group test log-loss of scikit-learn's

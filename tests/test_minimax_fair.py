@@ -60,7 +60,12 @@ def test_estimates_take_their_share_and_the_plan_is_what_is_charged():
     X, y, g = _groups_data()
     acc = PrivacyAccountant(epsilon=10.0, delta=1e-3)
     clf = MinimaxFairClassifier(
-        epsilon=4.0, delta=1e-4, estimation_share=0.5, accountant=acc, random_state=0
+        epsilon=4.0,
+        delta=1e-4,
+        estimation_share=0.5,
+        solver="nseg",
+        accountant=acc,
+        random_state=0,
     )
     clf.fit(X, y, sensitive_features=g)
     label, plan = acc.ledger[0]
@@ -129,6 +134,7 @@ def test_groups_without_noise_reach_the_minimax_solution():
         min_group_prior=0.0,
         radius=3.0,
         feature_norm=bound,
+        solver="nseg",
         batch_size=400,
         sampling="without_replacement",
         max_iter=1000,

@@ -14,4 +14,6 @@ DP saddle-point solvers (Boob and Guzmán):
   certified inner solver;
 - :mod:`~skdp.solvers.saddle_point`: schedules, calibration and dispatch;
 - :mod:`~skdp.solvers.group_dro`: the group-DRO logistic operator.
+- :mod:`~skdp.solvers.group_dro_gda`: full-batch noisy descent-ascent for
+  group DRO (one stacked Gaussian release per step).
 """

@@ -39,6 +39,12 @@ AUDIT_PARAMS = {
 # (Gram matrix, moment vector, y^T y); its whole penalty path is
 # post-processing.
 AUDIT_VARIANTS = {
+    # The default solver: one full-batch noisy descent-ascent step (one group
+    # in the canary data, so one Gaussian release of the clipped gradient sum).
+    "MinimaxFairClassifier(solver='gda')": (
+        "MinimaxFairClassifier",
+        dict(solver="gda", max_iter=1, feature_norm=1.0, classes=[0, 1]),
+    ),
     "BilevelRidge(tuning='risk_estimate')": (
         "BilevelRidge",
         dict(
