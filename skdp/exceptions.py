@@ -53,6 +53,24 @@ class UnscaledDataWarning(UserWarning):
     depends on the data only through what the fit already publishes. Scale
     the features with :class:`skdp.preprocessing.StandardScaler` (private) or
     by public constants.
+
+    References
+    ----------
+    .. [1] C. Dwork and A. Roth, "The Algorithmic Foundations of Differential
+       Privacy", Foundations and Trends in Theoretical Computer Science, 2014
+       (Prop. 2.1: post-processing of a private release is private).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from skdp import UnscaledDataWarning
+    >>> from skdp.utils._scale_checks import warn_if_unscaled
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_if_unscaled("Model", feature_scale=52437.0)
+    True
+    >>> caught[0].category is UnscaledDataWarning
+    True
     """
 
 
