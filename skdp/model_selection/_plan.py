@@ -145,16 +145,36 @@ def _score_multiplier(epsilon_t, delta_t):
     return 1.0 / gdp_mu(epsilon_t, delta_t)
 
 
-def _plan_at(epsilon_t, delta_t, probe, n_candidates, mean, shape, delta):
+def _plan_at(epsilon_t, delta_t, probe, indices, mean, shape, delta):
     z = _score_multiplier(epsilon_t, delta_t)
     fits, caught = [], []
-    for c in range(n_candidates):
+    for c in indices:
         ev, w = probe(c, epsilon_t, delta_t)
         fits.append(ev)
         caught.extend(w)
     trials = [ParallelDpEvent([ev, score_event(z)]) for ev in fits]
     event = PrivateSelectionDpEvent(trials, float(mean), float(shape), float(delta))
     return SearchPlan(epsilon_t, delta_t, z, fits, event), caught
+
+
+def _bisect(epsilon, at):
+    """Largest ``e`` in ``(0, epsilon]`` with ``at(e) <= epsilon`` (``at`` increasing)."""
+    hi = float(epsilon)
+    lo = hi / 2.0
+    while at(lo) > epsilon:
+        hi, lo = lo, lo / 2.0
+        if lo < 1e-8 * epsilon:
+            raise ValueError(
+                f"No per-trial budget lets this search certify epsilon={epsilon:g}: "
+                "lower mean_trials or raise epsilon."
+            )
+    while hi / lo > 1.0 + _REL_TOL:
+        mid = math.sqrt(lo * hi)
+        if at(mid) <= epsilon:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def plan_search(epsilon, delta, probe, n_candidates, mean, shape):
@@ -190,33 +210,29 @@ def plan_search(epsilon, delta, probe, n_candidates, mean, shape):
     True
     """
     delta_t = float(delta)
+    everyone = range(n_candidates)
     if math.isinf(epsilon):
-        return _plan_at(math.inf, delta_t, probe, n_candidates, mean, shape, delta)
+        return _plan_at(math.inf, delta_t, probe, everyone, mean, shape, delta)
 
-    cache = {}
+    # Candidates with the same plan at the full budget (for example a grid
+    # over a penalty) are represented by one of them during the bisection;
+    # the final plan is probed for every candidate and checked.
+    first, caught = _plan_at(epsilon, delta_t, probe, everyone, mean, shape, delta)
+    groups = {}
+    for c, ev in enumerate(first.fit_events):
+        groups.setdefault(repr(ev), c)
+    for indices in (sorted(groups.values()), everyone):
+        cache = {}
 
-    def at(e):
-        if e not in cache:
-            plan, caught = _plan_at(e, delta_t, probe, n_candidates, mean, shape, delta)
-            cache[e] = (plan, caught, selection_epsilon(plan.event))
-        return cache[e]
+        def at(e, indices=indices, cache=cache):
+            if e not in cache:
+                cache[e] = selection_epsilon(
+                    _plan_at(e, delta_t, probe, indices, mean, shape, delta)[0].event
+                )
+            return cache[e]
 
-    hi = float(epsilon)
-    lo = hi / 2.0
-    while at(lo)[2] > epsilon:
-        hi, lo = lo, lo / 2.0
-        if lo < 1e-8 * epsilon:
-            raise ValueError(
-                f"No per-trial budget lets this search certify epsilon={epsilon:g}: "
-                "lower mean_trials or raise epsilon."
-            )
-    if at(hi)[2] <= epsilon:  # pragma: no cover - a selection costs more than a trial
-        lo = hi
-    while hi / lo > 1.0 + _REL_TOL:
-        mid = math.sqrt(lo * hi)
-        if at(mid)[2] <= epsilon:
-            lo = mid
-        else:
-            hi = mid
-    plan, caught, _ = at(lo)
-    return plan, caught
+        e_t = _bisect(epsilon, at)
+        plan, more = _plan_at(e_t, delta_t, probe, everyone, mean, shape, delta)
+        if selection_epsilon(plan.event) <= epsilon:
+            return plan, caught + more
+    raise AssertionError("unreachable: the full bisection certifies its result")

@@ -372,6 +372,10 @@ def _approx_parts(p):
     return approx, rest
 
 
+def _single_approx(approx, rest):
+    return len(approx) == 1 and approx[0][2] == 1 and not (rest.mu2 or rest.others)
+
+
 def _single_approx_epsilon(eps, d, delta):
     """Exact epsilon at ``delta`` of the (eps, d) pair alone."""
     if delta < d:
@@ -387,12 +391,7 @@ def _profile_epsilon(p, delta, discretization=None):
     if not p.others:
         return gdp_epsilon(math.sqrt(p.mu2), delta)
     approx, rest = _approx_parts(p)
-    if (
-        approx
-        and len(approx) == 1
-        and approx[0][2] == 1
-        and not (rest.mu2 or rest.others)
-    ):
+    if _single_approx(approx, rest):
         return _single_approx_epsilon(approx[0][0], approx[0][1], delta)
     if approx and any(k[0] == "wor" for k in p.others):
         # RDP (needed for without-replacement sampling) cannot hold an
@@ -432,6 +431,9 @@ def _profile_delta(p, epsilon):
     if not p.others:
         return gdp_delta(math.sqrt(p.mu2), epsilon)
     approx, rest = _approx_parts(p)
+    if _single_approx(approx, rest):
+        e, d, _ = approx[0]
+        return d + (1.0 - d) * max(0.0, -math.expm1(epsilon - e)) / (1.0 + math.exp(-e))
     if approx and any(k[0] == "wor" for k in p.others):
         eps_a = sum(e * c for e, _, c in approx)
         d_a = sum(d * c for _, d, c in approx)
