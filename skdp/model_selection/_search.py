@@ -175,7 +175,7 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         "param_distributions": [dict, list, None],
         "n_candidates": [Interval(Integral, 1, None, closed="left")],
         "mean_trials": [Interval(Real, 1, None, closed="left")],
-        "trials_shape": [Interval(Real, 0, None, closed="left")],
+        "trials_shape": [Interval(Real, 0, None, closed="both")],  # inf: Poisson
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "loss_bound": [Interval(Real, 0, None, closed="neither"), None],
         "refit": ["boolean"],
@@ -224,6 +224,12 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
 
     # -- public inputs ------------------------------------------------------------
     def _candidates(self, rng):
+        missing = [p for p in _RESERVED if p not in self.estimator.get_params()]
+        if missing:
+            raise TypeError(
+                f"{type(self.estimator).__name__} has no {missing} parameters: "
+                "PrivateSearchCV needs an skdp private estimator."
+            )
         if (self.param_grid is None) == (self.param_distributions is None):
             raise ValueError("Pass exactly one of param_grid and param_distributions.")
         if self.param_grid is not None:
@@ -282,10 +288,9 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                 f"PrivateSearchCV needs at least 2 samples (a training and a "
                 f"validation part); got n_samples = {n}."
             )
-        self._begin_private_fit(n)
+        # The search's generator (its own stream on a shared ledger).
+        _, rng = self._begin_private_fit(n)
         self.delta_ = self._resolve_delta(n)
-        # The search's own generator (one stream per fit on a shared ledger).
-        _, rng = self.delta_, self._generator()
         candidates = self._candidates(rng)
         loss_bound = self._loss_bound()
 
@@ -376,12 +381,6 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             "noisy_validation_loss": noisy,
         }
         return self
-
-    def _generator(self):
-        from ..utils._validation import check_generator
-
-        stream = None if self.accountant is None else self.accountant.claim_stream()
-        return check_generator(self.random_state, stream)
 
     # -- prediction: the released model -------------------------------------------
     def _check_refit(self):
