@@ -281,6 +281,11 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         self : PrivateSearchCV
         """
         self._validate_params()
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y "
+                "is None."
+            )
         X, y = indexable(X, y)
         n = _num_samples(X)
         if n < 2:
