@@ -65,8 +65,8 @@ def test_coupled_validation_score_moves_by_its_sensitivity(kind):
     assert abs(a - b) <= bound / n_val * (1 + 1e-12)
     assert abs(a - b) >= 0.999 * bound / n_val
     # Every record's loss is in [0, bound], whatever the model outputs.
-    assert np.all((clipped_losses(model, Xv2, yv2, bound) >= 0))
-    assert np.all((clipped_losses(model, Xv2, yv2, bound) <= bound))
+    assert np.all(clipped_losses(model, Xv2, yv2, bound) >= 0)
+    assert np.all(clipped_losses(model, Xv2, yv2, bound) <= bound)
 
 
 def test_non_finite_predictions_cost_the_bound_silently():
