@@ -81,8 +81,8 @@ def test_rdp_leaves():
     # Gaussian: alpha / (2 z^2); pure eps: min(eps, alpha eps^2 / 2).
     assert np.allclose(rdp_curve(GaussianDpEvent(2.0)), orders / 8.0)
     assert np.allclose(rdp_curve(PureDpEvent(0.5)), np.minimum(0.5, orders * 0.125))
-    # Poisson under replace-one: no amplification (documented upper bound).
-    pois = PoissonSampledDpEvent(0.01, GaussianDpEvent(2.0))
+    # Poisson at q = 1 is the full-batch Gaussian: the unsampled bound wins.
+    pois = PoissonSampledDpEvent(1.0, GaussianDpEvent(2.0))
     assert np.allclose(rdp_curve(pois), orders / 8.0)
     # Without replacement: dp-accounting's curve, read from its accountant.
     wor = SampledWithoutReplacementDpEvent(1000, 10, GaussianDpEvent(1.0))
@@ -177,3 +177,20 @@ def test_calibration_of_a_real_estimator_grid(epsilon):
     # Two distinct plans (max_iter changes the plan): the worst one is charged.
     assert len({repr(e) for e in plan.fit_events}) == 2
     assert epsilon * 0.99 <= selection_epsilon(plan.event) <= epsilon
+
+
+@pytest.mark.parametrize(
+    "q, z, steps", [(0.0056, 2.0, 1000), (0.01, 1.0, 100), (0.1, 5.0, 50)]
+)
+def test_poisson_replace_one_rdp_is_valid_and_amplified(q, z, steps):
+    event = dp_event.SelfComposedDpEvent(
+        PoissonSampledDpEvent(q, GaussianDpEvent(z)), steps
+    )
+    curve = rdp_curve(event)
+    ours = rdp_lib.compute_epsilon(DEFAULT_ORDERS, curve, 1e-6)[0]
+    # Never below the tight PLD answer (a bound below it would be invalid) ...
+    assert ours >= certify_epsilon(event, 1e-6)
+    # ... and far below the bound without amplification.
+    unsampled = steps * DEFAULT_ORDERS / (2 * z**2)
+    assert np.all(curve <= unsampled)
+    assert ours < 0.2 * rdp_lib.compute_epsilon(DEFAULT_ORDERS, unsampled, 1e-6)[0]

@@ -19,10 +19,15 @@ Renyi-DP of the leaves, replace-one, multiplier ``z = sigma / Delta``:
 - fixed-size sampling without replacement: dp-accounting's RDP accountant
   under REPLACE_ONE (the only route that supports it);
 - Poisson-sampled Gaussian: dp-accounting's RDP accountant rejects it under
-  REPLACE_ONE, so it is accounted *without* its amplification, as the
-  full-batch Gaussian of the same multiplier (the sampled mechanism is a
-  mixture of such Gaussians on neighbouring samples, so this is an upper
-  bound). Prefer without-replacement or disjoint batches inside a search.
+  REPLACE_ONE. Replacing ``x`` by ``x'`` is removing ``x`` then adding
+  ``x'``, so Mironov's weak triangle inequality (2017, Prop. 11, with
+  ``p = q = 2``) bounds the replace-one curve of all Poisson steps of a
+  profile by ``(alpha - 1/2)/(alpha - 1) A(2 alpha) + A(2 alpha - 1)``, with
+  ``A`` dp-accounting's add-or-remove curve (multiplier ``sigma / C = 2 z``,
+  valid in both directions, Mironov, Talwar and Zhang 2019). The bound
+  without amplification, ``alpha / (2 z**2)`` per step (the sampled mechanism
+  is a mixture of full-batch Gaussians on neighbouring samples), is also
+  valid; the smaller of the two is used at each order.
 """
 
 import math
@@ -57,20 +62,39 @@ def _wor_rdp(orders, n, b, z, count):
     return np.asarray(acc._rdp, dtype=float)
 
 
+def _poisson_rdp(orders, leaves):
+    """Replace-one RDP of Poisson-sampled Gaussian steps (see module doc)."""
+    unsampled = sum(c * orders / (2.0 * z**2) for q, z, c in leaves)
+    acc_orders = np.concatenate([2.0 * orders, 2.0 * orders - 1.0])
+    acc = rdp_lib.RdpAccountant(
+        orders=list(acc_orders),
+        neighboring_relation=rdp_lib.NeighborRel.ADD_OR_REMOVE_ONE,
+    )
+    for q, z, c in leaves:
+        # dp-accounting's add-or-remove multiplier is sigma / C = 2 z.
+        acc.compose(
+            dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(2.0 * z)), int(c)
+        )
+    curve = np.asarray(acc._rdp, dtype=float)
+    a_double, a_odd = curve[: len(orders)], curve[len(orders) :]
+    triangle = (orders - 0.5) / (orders - 1.0) * a_double + a_odd
+    return np.minimum(unsampled, triangle)
+
+
 def _profile_rdp(p, orders):
     if p.nonprivate:
         return np.full(orders.shape, np.inf)
     rdp = orders * p.mu2 / 2.0
+    poisson = [(k[1], k[2], c) for k, c in p.others.items() if k[0] == "poisson"]
+    if poisson:
+        rdp = rdp + _poisson_rdp(orders, poisson)
     for key, count in p.others.items():
         kind = key[0]
         if kind == "pure":
             eps = key[1]
             rdp = rdp + count * np.minimum(eps, orders * eps**2 / 2.0)
         elif kind == "poisson":
-            # Amplification by Poisson sampling is not available in RDP under
-            # replace-one: bound by the unsampled Gaussian (see module doc).
-            z = key[2]
-            rdp = rdp + count * orders / (2.0 * z**2)
+            continue
         elif kind == "wor":
             _, n, b, z = key
             rdp = rdp + _wor_rdp(orders, n, b, z, count)
