@@ -218,6 +218,7 @@ def run_one(case, epsilon, seed, shapes, mean_trials):
         key = f"search (shape={shape:g})"
         out[key] = _test_loss(search.best_estimator_, Xte, yte, metric)
         out[key + " choice"] = search.best_index_
+        out[key + " trial epsilon"] = search.trial_epsilon_
         timings[key] = time.perf_counter() - t
 
     # (a) defaults, whole budget
@@ -266,7 +267,6 @@ def run_one(case, epsilon, seed, shapes, mean_trials):
             best = (noisy, model)
     out["(c) naive"] = _test_loss(best[1], Xte, yte, metric)
     out["(c) per-point epsilon"] = e_c
-    out["search trial epsilon"] = search.trial_epsilon_
     timings["(c) naive"] = time.perf_counter() - t
     return out, timings
 
@@ -318,7 +318,7 @@ def report(case, shapes, rows, args, elapsed, path):
         "Per-trial epsilon of the search vs per-point epsilon of the naive split "
         "(seed 0): "
         + ", ".join(
-            f"eps={r['epsilon']:g}: {r['out']['search trial epsilon']:.3f} vs "
+            f"eps={r['epsilon']:g}: {r['out'][main + ' trial epsilon']:.3f} vs "
             f"{r['out']['(c) per-point epsilon']:.3f}"
             for r in rows
             if r["seed"] == 0

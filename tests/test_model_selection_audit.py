@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 import skdp
-from skdp.model_selection import PrivateSearchCV
-from skdp.model_selection import _search
+from skdp.model_selection import PrivateSearchCV, _search
 from skdp.model_selection._scoring import noisy_validation_loss
 from skdp.privacy.audit import audit_estimator
 from skdp.utils._audit_configs import SEARCH_AUDIT
