@@ -282,9 +282,11 @@ def report(case, shapes, rows, args, elapsed, path):
         f"# Private search: {case['name']}",
         "",
         f"Command: `PYTHONPATH=. nice -n 10 python benchmarks/private_search.py "
-        f"--estimator {args.estimator} --seeds {args.seeds} --mean-trials "
+        f"--estimator {args.estimator} --seeds {args.seeds} --first-seed "
+        f"{args.first_seed} --mean-trials "
         f"{args.mean_trials:g} --shapes {' '.join(f'{s:g}' for s in shapes)}`; "
-        f"seeds 0..{args.seeds - 1}; wall time {elapsed / 60:.1f} min on a shared "
+        f"seeds {args.first_seed}..{args.first_seed + args.seeds - 1}; "
+        f"wall time {elapsed / 60:.1f} min on a shared "
         "2-core machine.",
         "",
         f"Test {case['metric']} (mean over seeds; lower is better). delta = n^-1.1; "
@@ -316,12 +318,12 @@ def report(case, shapes, rows, args, elapsed, path):
     lines += [
         "",
         "Per-trial epsilon of the search vs per-point epsilon of the naive split "
-        "(seed 0): "
+        f"(seed {args.first_seed}): "
         + ", ".join(
             f"eps={r['epsilon']:g}: {r['out'][main + ' trial epsilon']:.3f} vs "
             f"{r['out']['(c) per-point epsilon']:.3f}"
             for r in rows
-            if r["seed"] == 0
+            if r["seed"] == args.first_seed
         ),
         "",
     ]
@@ -333,8 +335,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--estimator", choices=sorted(CASES), required=True)
     parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--mean-trials", type=float, default=10.0)
-    parser.add_argument("--shapes", type=float, nargs="+", default=[1.0])
+    parser.add_argument("--shapes", type=float, nargs="+", default=[0.0])
     parser.add_argument("--quick", action="store_true", help="eps = 1 only, 1 seed")
     parser.add_argument("--suffix", default="")
     args = parser.parse_args()
@@ -346,7 +349,7 @@ def main():
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             for eps in EPSILONS:
                 out, timings = run_one(case, eps, seed, args.shapes, args.mean_trials)
                 rows.append(dict(epsilon=eps, seed=seed, out=out, timings=timings))
