@@ -16,7 +16,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 from ..base import PrivateEstimatorMixin
 from ._plan import RecordingAccountant, plan_search, probe_plan
 from ._scoring import noisy_validation_loss
-from ._selection import BestTrial, draw_n_trials
+from ._selection import select_best
 
 __all__ = ["PrivateSearchCV"]
 
@@ -326,33 +326,37 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         self._spend(plan.event)
         _reemit(caught)
 
-        best = BestTrial()
-        n_trials = draw_n_trials(rng, float(self.mean_trials), float(self.trials_shape))
+        def run_trial(c, rng):
+            ledger = RecordingAccountant()
+            model = clone(self.estimator).set_params(
+                **candidates[c],
+                epsilon=plan.trial_epsilon,
+                delta=plan.trial_delta,
+                accountant=ledger,
+                random_state=rng.spawn(1)[0],  # the trial's own stream
+            )
+            model.fit(X_tr, y_tr, **fit_tr)
+            if [e for _, e in ledger.ledger] != [plan.fit_events[c]]:
+                raise RuntimeError(
+                    "A trial charged another plan than the one the search was "
+                    "calibrated for; this is a bug in the estimator's planning."
+                )
+            model.set_params(accountant=None)
+            loss = noisy_validation_loss(
+                model, X_val, y_val, loss_bound, plan.score_noise_multiplier, rng
+            )
+            return loss, model
+
         with warnings.catch_warnings():
             # A warning per trial would reveal the number of trials.
             warnings.simplefilter("ignore")
-            for _ in range(n_trials):
-                c = int(rng.integers(len(candidates)))
-                seed = rng.spawn(1)[0]  # the trial's own stream
-                ledger = RecordingAccountant()
-                model = clone(self.estimator).set_params(
-                    **candidates[c],
-                    epsilon=plan.trial_epsilon,
-                    delta=plan.trial_delta,
-                    accountant=ledger,
-                    random_state=seed,
-                )
-                model.fit(X_tr, y_tr, **fit_tr)
-                if [e for _, e in ledger.ledger] != [plan.fit_events[c]]:
-                    raise RuntimeError(
-                        "A trial charged another plan than the one the search was "
-                        "calibrated for; this is a bug in the estimator's planning."
-                    )
-                model.set_params(accountant=None)
-                loss = noisy_validation_loss(
-                    model, X_val, y_val, loss_bound, plan.score_noise_multiplier, rng
-                )
-                best.offer(loss, (c, model))
+            best = select_best(
+                rng,
+                len(candidates),
+                float(self.mean_trials),
+                float(self.trials_shape),
+                run_trial,
+            )
 
         self._record_privacy(plan.event)
         self.trial_epsilon_ = float(plan.trial_epsilon)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..privacy import truncated_negative_binomial_gamma
 
-__all__ = ["draw_n_trials", "BestTrial"]
+__all__ = ["draw_n_trials", "BestTrial", "select_best"]
 
 
 def draw_n_trials(rng, mean, shape):
@@ -84,3 +84,42 @@ class BestTrial:
         if self.payload is None or noisy_loss < self.loss:
             self.loss = float(noisy_loss)
             self.payload = payload
+
+
+def select_best(rng, n_candidates, mean, shape, run_trial):
+    """Run ``K`` trials on random candidates and keep the best one.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The search's generator: it draws ``K`` and every trial's candidate.
+    n_candidates : int
+    mean, shape : float
+        Distribution of ``K`` (see :func:`draw_n_trials`).
+    run_trial : callable
+        ``run_trial(candidate_index, rng) -> (noisy_loss, payload)``.
+
+    Returns
+    -------
+    best : BestTrial
+        ``best.payload`` is ``(candidate_index, payload)`` of the released
+        trial, or ``None`` if ``K = 0``.
+
+    References
+    ----------
+    - Papernot and Steinke, "Hyperparameter tuning with Renyi differential privacy", ICLR 2022.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> best = select_best(rng, 3, 5.0, 1.0, lambda c, r: (float(c), None))
+    >>> best.payload[0] == best.loss
+    True
+    """
+    best = BestTrial()
+    for _ in range(draw_n_trials(rng, mean, shape)):
+        c = int(rng.integers(n_candidates))
+        loss, payload = run_trial(c, rng)
+        best.offer(loss, (c, payload))
+    return best
