@@ -25,8 +25,9 @@ Estimators and data (test metric):
   (``classes``, ``groups``, ``feature_norm=sqrt(13)``, the row-norm bound of
   the public encoding);
 - ``BilevelRidge`` on synthetic linear data with t(3) noise (MSE); grid of
-  10 fixed penalties (``alpha_min = alpha_max``); its default is its own
-  built-in private tuning, so (a) is that tuning.
+  10 fixed penalties (``alpha_min = alpha_max``) with a public
+  ``feature_norm``; its default is its own built-in private tuning, so (a)
+  is that tuning.
 
 Usage::
 
@@ -34,9 +35,11 @@ Usage::
         --estimator heavy_tailed --seeds 3
     ... --estimator minimax --seeds 2
     ... --estimator bilevel --seeds 5
-    ... --estimator heavy_tailed --seeds 3 --shapes 0 1 inf   # trial distribution
+    ... --estimator heavy_tailed --seeds 3 --shapes 1 0 inf   # trial distribution
+    ... --summarize    # merge all runs into private_search_summary.md
 
-Each writes ``benchmarks/results/private_search_<estimator>.md`` and ``.json``.
+Each run writes ``benchmarks/results/private_search_<estimator><suffix>.md``
+and ``.json``.
 """
 
 import argparse
@@ -127,7 +130,8 @@ def case_bilevel():
     ]
     return dict(
         name="BilevelRidge on synthetic data (n=20,000, d=30, t(3) noise)",
-        base=BilevelRidge(),
+        # Public feature bound (rows are N(0, I_d): norms near sqrt(d)).
+        base=BilevelRidge(feature_norm=2.0 * math.sqrt(d)),
         grid=grid,
         data=(X[:n], y[:n], X[n:], y[n:]),
         fit_params={},
@@ -331,9 +335,52 @@ def report(case, shapes, rows, args, elapsed, path):
     print("\n".join(lines))
 
 
+def summarize(shape=0.0):
+    """Merge every ``private_search_<estimator>*.json`` into one summary table."""
+    key = f"search (shape={shape:g})"
+    lines = [
+        "# Private search: summary over all committed runs",
+        "",
+        f"Search with trials_shape={shape:g} (the default), E[K] = 10. Mean test "
+        "loss over seeds (log-loss for the classifiers, MSE for BilevelRidge); "
+        "`wins` counts the (epsilon, seed) runs where the search beat (c).",
+        "",
+        "| estimator | epsilon | seeds | search | (a) defaults | (b) hindsight "
+        "| (c) naive | search / (c) | search / (b) | wins vs (c) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in sorted(CASES):
+        rows = {}
+        for path in sorted(RESULTS.glob(f"private_search_{name}*.json")):
+            for r in json.loads(path.read_text()):
+                if key in r["out"]:
+                    rows[(r["epsilon"], r["seed"])] = r["out"]
+        for eps in EPSILONS:
+            rs = [o for (e, _), o in sorted(rows.items()) if e == eps]
+            if not rs:
+                continue
+            m = {c: float(np.mean([o[c] for o in rs])) for c in (key, *BASELINES)}
+            wins = sum(o[key] < o["(c) naive"] for o in rs)
+            lines.append(
+                f"| {name} | {eps:g} | {len(rs)} | {m[key]:.4f} | "
+                + " | ".join(f"{m[c]:.4f}" for c in BASELINES)
+                + f" | {m[key] / m['(c) naive']:.3f} | {m[key] / m['(b) hindsight']:.3f}"
+                + f" | {wins}/{len(rs)} |"
+            )
+    text = "\n".join(lines) + "\n"
+    (RESULTS / "private_search_summary.md").write_text(text)
+    print(text)
+
+
+BASELINES = ("(a) defaults", "(b) hindsight", "(c) naive")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--estimator", choices=sorted(CASES), required=True)
+    parser.add_argument("--estimator", choices=sorted(CASES))
+    parser.add_argument(
+        "--summarize", action="store_true", help="merge the committed runs"
+    )
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--mean-trials", type=float, default=10.0)
@@ -341,6 +388,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="eps = 1 only, 1 seed")
     parser.add_argument("--suffix", default="")
     args = parser.parse_args()
+    if args.summarize:
+        return summarize()
     global EPSILONS
     if args.quick:
         EPSILONS, args.seeds = (1.0,), 1
