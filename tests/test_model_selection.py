@@ -270,11 +270,13 @@ def test_poisson_trials_may_release_nothing():
             HeavyTailedLinearRegression(max_iter=5),
             param_grid={"step_size": [0.1, 0.5]},
             mean_trials=2.0,
+            trials_shape=1.0,  # geometric: K >= 1, so a model is always released
         ),
         PrivateSearchCV(
             HeavyTailedLogisticRegression(max_iter=5),
             param_grid={"step_size": [0.1, 0.5]},
             mean_trials=2.0,
+            trials_shape=1.0,  # geometric: K >= 1, so a model is always released
         ),
     ],
     expected_failed_checks=expected_failed_checks,
