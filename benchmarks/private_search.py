@@ -389,7 +389,7 @@ def main():
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--mean-trials", type=float, default=10.0)
-    parser.add_argument("--shapes", type=float, nargs="+", default=[0.0])
+    parser.add_argument("--shapes", type=float, nargs="+", default=[math.inf])
     parser.add_argument("--quick", action="store_true", help="eps = 1 only, 1 seed")
     parser.add_argument("--suffix", default="")
     args = parser.parse_args()
