@@ -15,7 +15,11 @@ given delta is the worst profile's. Within a profile:
   discretisation, so an upper bound);
 - if a profile contains fixed-size sampling without replacement, which
   dp-accounting supports only in RDP, the RDP accountant is used for the
-  whole profile, with pure-epsilon steps entering as ``epsilon**2/2``-zCDP.
+  whole profile, with pure-epsilon steps entering as ``epsilon**2/2``-zCDP;
+- a :class:`~skdp.privacy.PrivateSelectionDpEvent` (certified in RDP) enters
+  as the ``(epsilon, delta)`` pair it certifies: exactly when alone, through
+  its dominating pair in PLD, and by basic composition next to
+  without-replacement steps (RDP cannot hold such a pair).
 
 When the number of profiles would grow past ``_MAX_PROFILES`` they are
 merged into their envelope (largest ``mu**2`` and largest count of every

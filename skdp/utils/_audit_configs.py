@@ -90,6 +90,7 @@ SEARCH_AUDIT = {
     "search": dict(
         param_grid={"step_size": [0.1, 1.0]},
         mean_trials=2.0,
+        trials_shape=1.0,  # geometric: K >= 1, a score is always released
         validation_fraction=0.9,
         loss_bound=1.0,
     ),
