@@ -227,6 +227,7 @@ def test_sensitive_features_are_routed_to_the_trials():
         param_grid={"radius": [1.0, 5.0]},
         epsilon=2.0,
         mean_trials=2.0,
+        trials_shape=1.0,
         random_state=0,
     ).fit(X, y, sensitive_features=groups)
     assert search.best_params_["radius"] in (1.0, 5.0)
@@ -240,6 +241,7 @@ def test_bilevel_ridge_grid_over_its_penalty():
         param_grid=[{"alpha_min": [a], "alpha_max": [a]} for a in (1.0, 10.0, 100.0)],
         epsilon=2.0,
         mean_trials=3.0,
+        trials_shape=1.0,
         random_state=0,
     ).fit(X, y)
     assert search.privacy_spent_[0] <= 2.0
