@@ -19,6 +19,7 @@ import skdp  # noqa: E402
 import skdp.fairness  # noqa: E402
 import skdp.linear_model  # noqa: E402
 import skdp.losses  # noqa: E402
+import skdp.model_selection  # noqa: E402
 import skdp.preprocessing  # noqa: E402
 import skdp.privacy  # noqa: E402
 import skdp.privacy.audit  # noqa: E402
@@ -32,6 +33,7 @@ USER_MODULES = [
     skdp.fairness,
     skdp.losses,
     skdp.preprocessing,
+    skdp.model_selection,
 ]
 DEV_MODULES = [skdp.utils]
 # Re-exported dp-accounting event classes are documented upstream.

@@ -21,7 +21,10 @@ Accounting
 - fixed-size sampling without replacement: dp-accounting's RDP accountant
   (the only one that supports it under replace-one), with pure-epsilon steps
   entering as ``epsilon**2/2``-zCDP;
-- :class:`ParallelDpEvent` for disjoint, data-independent parts: worst part.
+- :class:`ParallelDpEvent` for disjoint, data-independent parts: worst part;
+- :class:`PrivateSelectionDpEvent` (best of a random number of private
+  trials): Renyi DP (Papernot and Steinke), entered in the ledger as the
+  ``(epsilon, delta)`` pair it certifies.
 """
 
 from ._accountant import BudgetExceededError, PrivacyAccountant
@@ -45,6 +48,7 @@ from ._events import (
     NoOpDpEvent,
     ParallelDpEvent,
     PoissonSampledDpEvent,
+    PrivateSelectionDpEvent,
     PureDpEvent,
     SampledWithoutReplacementDpEvent,
     SelfComposedDpEvent,
@@ -59,6 +63,12 @@ from ._mechanisms import (
     private_quantile_event,
     private_row_mean,
     reachable_quantile_level,
+)
+from ._selection import (
+    rdp_curve,
+    repeat_and_select_rdp,
+    selection_epsilon,
+    truncated_negative_binomial_gamma,
 )
 from ._spent import spent
 from ._split import split_epsilon
@@ -87,6 +97,11 @@ __all__ = [
     "ParallelDpEvent",
     "PoissonSampledDpEvent",
     "PureDpEvent",
+    "PrivateSelectionDpEvent",
+    "rdp_curve",
+    "repeat_and_select_rdp",
+    "selection_epsilon",
+    "truncated_negative_binomial_gamma",
     "SampledWithoutReplacementDpEvent",
     "SelfComposedDpEvent",
     "gaussian_steps",

@@ -18,6 +18,10 @@ given delta is the worst profile's. Within a profile:
   whole profile, with pure-epsilon steps entering as ``epsilon**2/2``-zCDP;
 - failure probabilities (:class:`FailureDpEvent`) add up, and add
   ``(1 + e**epsilon) * probability`` to the profile's ``delta(epsilon)``.
+- a :class:`~skdp.privacy.PrivateSelectionDpEvent` (certified in RDP) enters
+  as the ``(epsilon, delta)`` pair it certifies: exactly when alone, through
+  its dominating pair in PLD, and by basic composition next to
+  without-replacement steps (RDP cannot hold such a pair).
 
 When the number of profiles would grow past ``_MAX_PROFILES`` they are
 merged into their envelope (largest ``mu**2`` and largest count of every
@@ -38,7 +42,12 @@ from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
 from ._conversions import gdp_delta, gdp_epsilon, pure_to_zcdp
-from ._events import FailureDpEvent, ParallelDpEvent, PureDpEvent
+from ._events import (
+    FailureDpEvent,
+    ParallelDpEvent,
+    PrivateSelectionDpEvent,
+    PureDpEvent,
+)
 
 __all__ = ["certify_epsilon", "certify_delta", "profiles"]
 
@@ -231,6 +240,14 @@ def profiles(event):
         return [_Profile(nonprivate=True)]
     if isinstance(event, PureDpEvent) and event.epsilon == 0:
         return [_Profile()]
+    if isinstance(event, PrivateSelectionDpEvent):
+        from ._selection import selection_epsilon
+
+        eps = selection_epsilon(event)
+        if math.isinf(eps):
+            return [_Profile(nonprivate=True)]
+        # The RDP guarantee enters the ledger as one (epsilon, delta) pair.
+        return [_Profile(others={("approx", float(eps), float(event.delta)): 1})]
     return [_Profile(others={_leaf_key(event): 1})]
 
 
@@ -255,6 +272,12 @@ def _pld_for_profile(p, discretization=_PLD_DISCRETIZATION):
         if key[0] == "pure":
             leaf = pld_lib.from_privacy_parameters(
                 pld_common.DifferentialPrivacyParameters(key[1], 0.0),
+                value_discretization_interval=discretization,
+            )
+        elif key[0] == "approx":
+            # The pair that dominates every (epsilon, delta)-DP mechanism.
+            leaf = pld_lib.from_privacy_parameters(
+                pld_common.DifferentialPrivacyParameters(key[1], key[2]),
                 value_discretization_interval=discretization,
             )
         elif key[0] == "poisson":
@@ -364,6 +387,28 @@ def _only_pure(p):
     return all(k[0] == "pure" for k in p.others)
 
 
+def _approx_parts(p):
+    """Split a profile into its (epsilon, delta) pairs and the rest."""
+    approx = [(k[1], k[2], c) for k, c in p.others.items() if k[0] == "approx"]
+    rest = _Profile(
+        p.mu2, {k: c for k, c in p.others.items() if k[0] != "approx"}, p.nonprivate
+    )
+    return approx, rest
+
+
+def _single_approx(approx, rest):
+    return len(approx) == 1 and approx[0][2] == 1 and not (rest.mu2 or rest.others)
+
+
+def _single_approx_epsilon(eps, d, delta):
+    """Exact epsilon at ``delta`` of the (eps, d) pair alone."""
+    if delta < d:
+        return math.inf
+    # delta(e') = d + (1 - d) (exp(eps) - exp(e')) / (1 + exp(eps)) for e' <= eps.
+    x = math.exp(eps) - (delta - d) * (1.0 + math.exp(eps)) / (1.0 - d)
+    return max(0.0, math.log(x)) if x > 1.0 else 0.0
+
+
 def _profile_epsilon(p, delta, discretization=None):
     if p.fail > 0 and not p.nonprivate:
         # delta(eps) = delta_rest(eps) + (1 + e^eps) fail. First try to keep
@@ -391,6 +436,17 @@ def _profile_epsilon(p, delta, discretization=None):
         return math.inf
     if not p.others:
         return gdp_epsilon(math.sqrt(p.mu2), delta)
+    approx, rest = _approx_parts(p)
+    if _single_approx(approx, rest):
+        return _single_approx_epsilon(approx[0][0], approx[0][1], delta)
+    if approx and any(k[0] == "wor" for k in p.others):
+        # RDP (needed for without-replacement sampling) cannot hold an
+        # (epsilon, delta) pair: basic composition, a valid upper bound.
+        eps_a = sum(e * c for e, _, c in approx)
+        d_a = sum(d * c for _, d, c in approx)
+        if d_a >= delta:
+            return math.inf
+        return eps_a + _profile_epsilon(rest, delta - d_a, discretization)
     if _only_pure(p):
         mu = math.sqrt(p.mu2)
         values, probs = _pure_loss_distribution(p.others)
@@ -423,6 +479,16 @@ def _profile_delta(p, epsilon):
         return 1.0
     if not p.others:
         return gdp_delta(math.sqrt(p.mu2), epsilon)
+    approx, rest = _approx_parts(p)
+    if _single_approx(approx, rest):
+        e, d, _ = approx[0]
+        return d + (1.0 - d) * max(0.0, -math.expm1(epsilon - e)) / (1.0 + math.exp(-e))
+    if approx and any(k[0] == "wor" for k in p.others):
+        eps_a = sum(e * c for e, _, c in approx)
+        d_a = sum(d * c for _, d, c in approx)
+        if epsilon < eps_a:
+            return 1.0
+        return min(1.0, d_a + _profile_delta(rest, epsilon - eps_a))
     if _only_pure(p):
         values, probs = _pure_loss_distribution(p.others)
         return _gdp_pure_delta(math.sqrt(p.mu2), values, probs, epsilon)

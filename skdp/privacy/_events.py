@@ -52,6 +52,7 @@ __all__ = [
     "ParallelDpEvent",
     "PureDpEvent",
     "FailureDpEvent",
+    "PrivateSelectionDpEvent",
     "gaussian_steps",
 ]
 
@@ -184,3 +185,52 @@ def gaussian_steps(noise_multiplier, steps=1):
         return NonPrivateDpEvent()
     event = GaussianDpEvent(float(noise_multiplier))
     return event if steps == 1 else SelfComposedDpEvent(event, int(steps))
+
+
+@attr.define(frozen=True)
+class PrivateSelectionDpEvent(dp_event.DpEvent):
+    """Best of a random number of private trials (Papernot and Steinke 2022).
+
+    The number of trials ``K`` is drawn, independently of the data, from a
+    truncated negative binomial distribution with the given ``mean`` and
+    ``shape`` (``shape=0``: logarithmic, ``1``: geometric, ``inf``: Poisson).
+    Each trial runs one of the ``candidates`` (chosen independently of the
+    data); only the best trial's output is released, never ``K`` nor the
+    other trials.
+
+    Its Renyi-DP curve is the worst candidate's curve (a data-independent
+    choice among mechanisms is a mixture, whose Renyi divergence is at most
+    the largest) transformed by Papernot and Steinke's Theorems 2 and 6, as
+    dp-accounting's ``RepeatAndSelectDpEvent`` does. RDP cannot be composed
+    with skdp's exact GDP and PLD routes, so the ledger enters this event as
+    the ``(epsilon, delta)``-DP pair that the RDP curve certifies at
+    ``delta`` (see :func:`skdp.privacy.selection_epsilon`): a conservative
+    fallback, exact for the event alone and valid in any composition.
+
+    Parameters
+    ----------
+    candidates : list of DpEvent
+        The privacy plan of each candidate trial.
+    mean : float
+        Expected number of trials, at least 1.
+    shape : float
+        Shape of the distribution of the number of trials, ``>= 0``.
+    delta : float
+        The delta at which the RDP guarantee is converted for the ledger.
+
+    References
+    ----------
+    - Papernot and Steinke, "Hyperparameter tuning with Renyi differential privacy", ICLR 2022.
+    - Liu and Talwar, "Private selection from private candidates", STOC 2019.
+
+    Examples
+    --------
+    >>> from skdp.privacy import PrivateSelectionDpEvent, GaussianDpEvent
+    >>> PrivateSelectionDpEvent([GaussianDpEvent(5.0)], 10.0, 1.0, 1e-6).mean
+    10.0
+    """
+
+    candidates: list[dp_event.DpEvent]
+    mean: float
+    shape: float
+    delta: float

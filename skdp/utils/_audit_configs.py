@@ -103,3 +103,25 @@ def audit_cases(estimators):
 # The heavy-tailed truncation drops rows with huge targets from both datasets;
 # a moderate canary target is still clipped at the private clip level.
 CANARY_TARGET = {"HeavyTailedLinearRegression": 2.0}
+
+
+# PrivateSearchCV (skdp.model_selection) is audited on its released noisy
+# validation loss (``best_score_``): every record has zero features and a
+# zero target, so only the canary's clipped loss (0 in D, the bound in D')
+# moves it, and most rows are validation rows, so the canary usually lands
+# there. The negative control selects (and reports) exact scores.
+SEARCH_AUDIT = {
+    "estimator": (
+        "HeavyTailedLinearRegression",
+        dict(feature_norm=1.0, fit_intercept=False, max_iter=1),
+    ),
+    "search": dict(
+        param_grid={"step_size": [0.1, 1.0]},
+        mean_trials=2.0,
+        trials_shape=1.0,  # geometric: K >= 1, a score is always released
+        validation_fraction=0.9,
+        loss_bound=1.0,
+    ),
+    "n_samples": 40,
+    "canary_target": 10.0,
+}
