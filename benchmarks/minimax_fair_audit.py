@@ -3,7 +3,7 @@
 The same protocol as ``benchmarks/privacy_audit.py`` (canary record on the
 public feature-norm bound, 2000 fits, Clopper-Pearson lower bound), run only
 on the audit configurations of MinimaxFairClassifier in
-``skdp/utils/_audit_configs.py`` (the gda variant and the NISPP one), at
+``skdp/_testing/audit_configs.py`` (the gda variant and the NISPP one), at
 epsilon in {0.5, 1, 2, 4} and with the /4 negative control at epsilon = 1.
 Writes ``benchmarks/results/minimax_fair_audit.md``.
 
@@ -17,10 +17,10 @@ import time
 from privacy_audit import RESULTS, canary_data
 from sklearn.base import clone
 
+from skdp._testing.audit_configs import audit_cases
+from skdp._testing.estimator_checks import public_estimators
 from skdp.privacy._mechanisms import _scaled_noise
 from skdp.privacy.audit import audit_estimator
-from skdp.utils._audit_configs import audit_cases
-from skdp.utils._estimator_checks import public_estimators
 
 CONTROL = 4.0
 

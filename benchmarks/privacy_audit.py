@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 from sklearn.base import clone, is_classifier
 
+from skdp._testing.audit_configs import CANARY_TARGET, audit_cases
+from skdp._testing.estimator_checks import public_estimators
 from skdp.privacy._mechanisms import _scaled_noise
 from skdp.privacy.audit import audit_estimator, label_flip_canary
-from skdp.utils._audit_configs import CANARY_TARGET, audit_cases
-from skdp.utils._estimator_checks import public_estimators
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -83,7 +83,7 @@ def write_report(rows, n_fits, control_factor, seconds):
         "direction no other record uses; n = 50). The threshold test is chosen on half "
         "of the runs; the Clopper-Pearson lower bound on epsilon (95% confidence) is "
         "computed on the other half. The audit configurations "
-        "(`skdp/utils/_audit_configs.py`) make the output close to a single noisy "
+        "(`skdp/_testing/audit_configs.py`) make the output close to a single noisy "
         "release, where a black-box audit has power.",
         "",
         f"The negative control divides every noise draw by {control_factor:g} "

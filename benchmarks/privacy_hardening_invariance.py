@@ -1,6 +1,6 @@
 """Issue 15: do the privacy-hardening changes leave the published numbers alone?
 
-Fits the privacy-audit configurations (``skdp/utils/_audit_configs.py``, on
+Fits the privacy-audit configurations (``skdp/_testing/audit_configs.py``, on
 the audit's canary data, several seeds) and the estimators' defaults on the
 synthetic tasks the benchmarks use, and writes every fitted array and
 ``privacy_spent_`` to JSON. Run it once with the code before the change and
@@ -30,9 +30,9 @@ import numpy as np
 from sklearn.base import clone, is_classifier
 
 import skdp
+from skdp._testing.audit_configs import CANARY_TARGET, audit_cases
+from skdp._testing.estimator_checks import public_estimators
 from skdp.privacy.audit import label_flip_canary
-from skdp.utils._audit_configs import CANARY_TARGET, audit_cases
-from skdp.utils._estimator_checks import public_estimators
 
 RESULTS = Path(__file__).parent / "results"
 ATTRS = ("coef_", "intercept_", "alpha_", "center_", "noise_std_", "privacy_spent_")

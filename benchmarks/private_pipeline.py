@@ -43,10 +43,15 @@ from sklearn.preprocessing import OneHotEncoder as SkOneHotEncoder
 from sklearn.preprocessing import StandardScaler as SkStandardScaler
 
 from benchmarks._adult import CATEGORICAL, CATEGORIES, NUMERIC, bounds, load_adult
-from skdp import HeavyTailedLogisticRegression, MinimaxFairClassifier, PrivacyAccountant
+from skdp import (
+    HeavyTailedLogisticRegression,
+    MinimaxFairClassifier,
+    PrivacyAccountant,
+    spent,
+)
 from skdp.fairness import worst_group_loss
 from skdp.preprocessing import OneHotEncoder, StandardScaler
-from skdp.privacy import spent, split_epsilon
+from skdp.privacy import split_epsilon
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
@@ -228,7 +233,7 @@ def report(df, seeds, path):
         "",
         "`share`: share of mu**2 given to the private StandardScaler "
         "(skdp.privacy.split_epsilon); the model gets the rest. "
-        "`max_spent_epsilon`: skdp.privacy.spent of the fitted pipeline (the "
+        "`max_spent_epsilon`: skdp.spent of the fitted pipeline (the "
         "accountant's exact composition); inf for pipelines with non-private steps.",
         "",
         _markdown(table),

@@ -18,7 +18,7 @@ whatever its final estimator promises. Here every step is private:
 One :class:`skdp.PrivacyAccountant` holds the budget of the whole pipeline,
 :func:`skdp.privacy.split_epsilon` splits it (5% of the GDP budget to the
 scaler, as measured in ``benchmarks/private_pipeline.py``), and
-:func:`skdp.privacy.spent` reads the exact total back. :func:`skdp.check_pipeline`
+:func:`skdp.spent` reads the exact total back. :func:`skdp.check_pipeline`
 finds the leaking steps of the scikit-learn version before anything is fitted.
 
 The example runs on UCI Adult (raw ``adult.data`` / ``adult.test``) when the
@@ -39,9 +39,10 @@ from sklearn.preprocessing import OneHotEncoder as SkOneHotEncoder
 from sklearn.preprocessing import StandardScaler as SkStandardScaler
 
 import skdp
+from skdp import spent
 from skdp.fairness import worst_group_loss
 from skdp.preprocessing import OneHotEncoder, StandardScaler
-from skdp.privacy import spent, split_epsilon
+from skdp.privacy import split_epsilon
 
 sklearn.set_config(enable_metadata_routing=True)
 

@@ -1,5 +1,6 @@
 """skdp: scikit-learn compatible estimators with differential privacy."""
 
+from ._spent import spent
 from .exceptions import PrivacyLeakWarning, UnscaledDataWarning
 from .fairness import MinimaxFairClassifier
 from .linear_model import (
@@ -22,4 +23,5 @@ __all__ = [
     "PrivacyLeakWarning",
     "UnscaledDataWarning",
     "check_pipeline",
+    "spent",
 ]

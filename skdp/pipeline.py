@@ -238,7 +238,7 @@ def check_pipeline(estimator):
 
     See Also
     --------
-    skdp.privacy.spent : what a fitted pipeline spent in total.
+    skdp.spent : what a fitted pipeline spent in total.
 
     References
     ----------

@@ -8,7 +8,7 @@ from skdp import (
     HeavyTailedLogisticRegression,
     MinimaxFairClassifier,
 )
-from skdp.utils._estimator_checks import (
+from skdp._testing.estimator_checks import (
     expected_failed_checks,
     public_estimators,
     public_transformers,

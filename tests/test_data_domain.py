@@ -16,7 +16,7 @@ from skdp import (
     MinimaxFairClassifier,
     PrivacyAccountant,
 )
-from skdp.utils._estimator_checks import public_estimators
+from skdp._testing.estimator_checks import public_estimators
 
 DOC = pathlib.Path(__file__).parents[1] / "doc" / "user_guide" / "threat_model.rst"
 ESTIMATORS = public_estimators()

@@ -14,7 +14,7 @@ from sklearn.base import clone, is_classifier
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skdp import PrivacyAccountant
-from skdp.utils._estimator_checks import public_estimators
+from skdp._testing.estimator_checks import public_estimators
 from skdp.utils._validation import (
     DEFAULT_DELTA_CAP,
     DEFAULT_DELTA_MIN_SAMPLES,

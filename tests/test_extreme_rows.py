@@ -3,7 +3,7 @@
 A warning that appears for one record and not for its neighbour is a release
 (under ``warnings.simplefilter("error")`` the fit even raises on one dataset
 and not the other). Every estimator and transformer of skdp, listed by
-:func:`skdp.utils._all_estimators.fast_estimators` (so that new ones are
+:func:`skdp._testing.all_estimators.fast_estimators` (so that new ones are
 covered without editing this file), is fitted on data where a few rows (and
 targets) are replaced by values at the edges of float64: near the largest
 float, norms above it, subnormals, negative zero and mixes of these. Every
@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 from sklearn.base import clone, is_classifier, is_regressor
 
+from skdp._testing.all_estimators import all_estimator_classes, fast_estimators
 from skdp.exceptions import UnscaledDataWarning
 from skdp.solvers.bilevel import clipped_sum
 from skdp.utils import clip_factors, clip_rows, safe_row_norms
-from skdp.utils._all_estimators import all_estimator_classes, fast_estimators
 
 BIG = np.finfo(float).max
 TINY = np.finfo(float).smallest_subnormal
@@ -99,7 +99,7 @@ def test_extreme_rows_fit_silently_to_finite_output(estimator, case):
         pytest.fail(
             f"{estimator!r} does not fit ordinary data ({type(exc).__name__}: "
             f"{exc}). Declare a small configuration for it in FAST_PARAMS "
-            "(skdp/utils/_all_estimators.py)."
+            "(skdp/_testing/all_estimators.py)."
         )
     _assert_finite(_output(baseline, X_test))
     # ... and stays so when a few records are extreme.

@@ -20,9 +20,9 @@ from skdp import (
     PrivacyAccountant,
     PrivacyLeakWarning,
 )
+from skdp._testing.estimator_checks import expected_failed_checks
 from skdp.model_selection import PrivateSearchCV
 from skdp.model_selection._scoring import clipped_losses, noisy_validation_loss
-from skdp.utils._estimator_checks import expected_failed_checks
 from skdp.utils._validation import check_generator
 
 

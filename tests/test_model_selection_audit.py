@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import skdp
+from skdp._testing.audit_configs import SEARCH_AUDIT
 from skdp.model_selection import PrivateSearchCV, _search
 from skdp.model_selection._scoring import noisy_validation_loss
 from skdp.privacy.audit import audit_estimator
-from skdp.utils._audit_configs import SEARCH_AUDIT
 
 N_FITS = 300
 

@@ -114,7 +114,12 @@ def test_minimax_poisson_plan_accounts_the_batch_bound():
     X = rng.normal(size=(600, 2))
     y = (X[:, 0] > 0).astype(int)
     clf = MinimaxFairClassifier(
-        random_state=0, classes=[0, 1], epsilon=2.0, delta=1e-5, feature_norm=3.0
+        random_state=0,
+        classes=[0, 1],
+        epsilon=2.0,
+        delta=1e-5,
+        feature_norm=3.0,
+        solver="nispp",
     ).fit(X, y)
     sched = BatchSchedule(600, clf.n_iter_, clf.constants_["batch_size"], "poisson")
     failure = batch_failure_event(sched)

@@ -1,4 +1,4 @@
-"""One budget for a pipeline (skdp.privacy.spent), leak detection (check_pipeline), routing."""
+"""One budget for a pipeline (skdp.spent), leak detection (check_pipeline), routing."""
 
 import math
 import warnings
@@ -25,6 +25,7 @@ from skdp import (
     MinimaxFairClassifier,
     PrivacyAccountant,
     check_pipeline,
+    spent,
 )
 from skdp.preprocessing import (
     MinMaxScaler,
@@ -33,7 +34,7 @@ from skdp.preprocessing import (
     StandardScaler,
     _standard_scaler,
 )
-from skdp.privacy import ComposedDpEvent, certify_epsilon, spent
+from skdp.privacy import ComposedDpEvent, certify_epsilon
 
 NUMERIC = ["age", "hours"]
 CATEGORICAL = ["sex", "work"]
@@ -150,7 +151,7 @@ def test_check_pipeline_flags_declared_encoder_that_errors_and_inf_epsilon():
     assert "epsilon=inf" in leaks[1].reason
 
 
-# --- one budget: skdp.privacy.spent ---------------------------------------------------
+# --- one budget: skdp.spent ---------------------------------------------------
 
 
 def test_three_steps_under_one_accountant_report_exactly_their_composition():

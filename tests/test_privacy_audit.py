@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from sklearn.base import clone, is_classifier
 
+from skdp._testing.audit_configs import AUDIT_PARAMS, CANARY_TARGET, audit_cases
+from skdp._testing.estimator_checks import public_estimators
 from skdp.privacy._mechanisms import _scaled_noise
 from skdp.privacy.audit import audit_estimator, label_flip_canary
-from skdp.utils._audit_configs import AUDIT_PARAMS, CANARY_TARGET, audit_cases
-from skdp.utils._estimator_checks import public_estimators
 
 CASES = audit_cases(
     [e for e in public_estimators() if type(e).__name__ in AUDIT_PARAMS]

@@ -19,8 +19,8 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skdp import BudgetExceededError, PrivacyAccountant
+from skdp._testing.estimator_checks import public_estimators
 from skdp.privacy import ComposedDpEvent, certify_epsilon
-from skdp.utils._estimator_checks import public_estimators
 
 ESTIMATORS = public_estimators()
 IDS = [type(e).__name__ for e in ESTIMATORS]

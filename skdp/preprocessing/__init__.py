@@ -3,7 +3,7 @@
 Every step is a scikit-learn transformer with ``epsilon``, ``delta``,
 ``accountant`` and ``random_state`` and reports ``privacy_spent_`` (and its
 plan, ``privacy_plan_``) after ``fit``, so that a whole pipeline spends one
-budget (see :func:`skdp.privacy.spent` and :func:`skdp.check_pipeline`).
+budget (see :func:`skdp.spent` and :func:`skdp.check_pipeline`).
 """
 
 from ._imputer import SimpleImputer

@@ -12,7 +12,7 @@ class PrivateTransformerMixin(PrivateEstimatorMixin):
     """:class:`~skdp.base.PrivateEstimatorMixin` that also keeps its plan.
 
     After ``fit``, ``privacy_plan_`` is the DpEvent the fit spent, so that
-    :func:`skdp.privacy.spent` can compose the steps of a pipeline exactly.
+    :func:`skdp.spent` can compose the steps of a pipeline exactly.
     """
 
     def _fit_is_free(self):

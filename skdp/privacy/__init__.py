@@ -70,7 +70,6 @@ from ._selection import (
     selection_epsilon,
     truncated_negative_binomial_gamma,
 )
-from ._spent import spent
 from ._split import split_epsilon
 
 __all__ = [
@@ -113,6 +112,5 @@ __all__ = [
     "private_quantile",
     "reachable_quantile_level",
     "private_quantile_event",
-    "spent",
     "split_epsilon",
 ]

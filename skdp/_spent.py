@@ -5,8 +5,9 @@ import math
 import numpy as np
 from sklearn.exceptions import NotFittedError
 
-from ._composition import certify_epsilon
-from ._events import ComposedDpEvent, NoOpDpEvent
+from .pipeline import _diagnose
+from .privacy import ComposedDpEvent, NoOpDpEvent, certify_epsilon
+from .utils._pipeline_walk import iter_leaf_steps
 
 __all__ = ["spent"]
 
@@ -59,7 +60,7 @@ def spent(estimator, *, delta=None):
     >>> import numpy as np
     >>> from sklearn.pipeline import make_pipeline
     >>> from skdp.preprocessing import MinMaxScaler, StandardScaler
-    >>> from skdp.privacy import PrivacyAccountant, spent
+    >>> from skdp import PrivacyAccountant, spent
     >>> X = np.random.default_rng(0).uniform(0, 10, size=(1000, 2))
     >>> acc = PrivacyAccountant(epsilon=1.0, delta=1e-5)
     >>> pipe = make_pipeline(
@@ -70,8 +71,6 @@ def spent(estimator, *, delta=None):
     >>> eps == acc.spent_epsilon, delta
     (True, 1e-05)
     """
-    from ..pipeline import _diagnose
-    from ..utils._pipeline_walk import iter_leaf_steps
 
     accountants, events, basic = [], [], []
     delta_events = 0.0

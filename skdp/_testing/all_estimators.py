@@ -71,10 +71,26 @@ FAST_PARAMS = {
         },
     ],
     "MinMaxScaler": [{"bounds": (-3.0, 3.0)}, {"epsilon": 50.0}],
+    # A factory: the searched estimator is an instance (a fresh one per call).
+    "PrivateSearchCV": lambda: [
+        {
+            "estimator": _skdp().HeavyTailedLinearRegression(max_iter=5),
+            "param_grid": {"max_iter": [3, 5]},
+            "mean_trials": 10.0,  # no trial at all has probability exp(-10)
+            "epsilon": 5.0,
+            "loss_bound": 4.0,
+        }
+    ],
     "OneHotEncoder": [{"categories": [[0.0, 1.0]]}],
     "SimpleImputer": [{}, {"strategy": "mean", "bounds": (-3.0, 3.0)}],
     "StandardScaler": [{"bounds": (-3.0, 3.0)}, {"epsilon": 50.0}],
 }
+
+
+def _skdp():
+    import skdp
+
+    return skdp
 
 
 def all_estimator_classes():
@@ -125,7 +141,8 @@ def fast_estimators():
     """
     out = []
     for cls in all_estimator_classes():
-        for params in FAST_PARAMS.get(cls.__name__, [{}]):
+        entries = FAST_PARAMS.get(cls.__name__, [{}])
+        for params in entries() if callable(entries) else entries:
             est = cls(**params)
             if "random_state" in est.get_params():
                 est.set_params(random_state=0)

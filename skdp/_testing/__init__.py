@@ -1,0 +1,11 @@
+"""Test support shared by ``tests/`` and ``benchmarks/`` (not public API).
+
+The top layer of the package: it may import anything in skdp, and nothing in
+skdp imports it.
+
+- :mod:`~skdp._testing.estimator_checks`: the estimators scikit-learn's checks
+  run on, and their expected failures with written reasons;
+- :mod:`~skdp._testing.audit_configs`: privacy-audit configurations;
+- :mod:`~skdp._testing.all_estimators`: every estimator and transformer class,
+  with small fast parameters (``FAST_PARAMS``).
+"""
