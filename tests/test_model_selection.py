@@ -237,7 +237,9 @@ def test_sensitive_features_are_routed_to_the_trials():
 def test_bilevel_ridge_grid_over_its_penalty():
     X, y = _regression(800)
     search = PrivateSearchCV(
-        BilevelRidge(feature_norm=4.0, target_bound=3.0),
+        BilevelRidge(
+            feature_norm=4.0, target_bound=3.0, inner_solver="sufficient_statistics"
+        ),
         param_grid=[{"alpha_min": [a], "alpha_max": [a]} for a in (1.0, 10.0, 100.0)],
         epsilon=2.0,
         mean_trials=3.0,
