@@ -88,6 +88,8 @@ def test_minimax_inferred_classes_warn_and_name_the_argument():
     msgs = _leaks(lambda: MinimaxFairClassifier(**params).fit(X, y))
     assert len(msgs) == 1
     assert "classes=[" in msgs[0] and "MinimaxFairClassifier" in msgs[0]
-    assert _leaks(lambda: MinimaxFairClassifier(**params).fit(X, np.ones_like(y))) == msgs
+    assert (
+        _leaks(lambda: MinimaxFairClassifier(**params).fit(X, np.ones_like(y))) == msgs
+    )
     declared = MinimaxFairClassifier(**params, classes=[0, 1])
     assert _leaks(lambda: declared.fit(X, y)) == []
