@@ -77,3 +77,19 @@ def test_the_warning_can_refuse_the_fit():
         warnings.simplefilter("error", PrivacyLeakWarning)
         with pytest.raises(PrivacyLeakWarning):
             HeavyTailedLogisticRegression(random_state=0).fit(X, y)
+
+
+def test_minimax_inferred_classes_warn_and_name_the_argument():
+    # Classes read from y are a set read from private data (DESIGN: "Sets
+    # inferred from data warn"); the warning is the same for a single-class y,
+    # which is then refused.
+    X, y, _ = _data()
+    params = dict(random_state=0, max_iter=2, epsilon=10.0)
+    msgs = _leaks(lambda: MinimaxFairClassifier(**params).fit(X, y))
+    assert len(msgs) == 1
+    assert "classes=[" in msgs[0] and "MinimaxFairClassifier" in msgs[0]
+    assert (
+        _leaks(lambda: MinimaxFairClassifier(**params).fit(X, np.ones_like(y))) == msgs
+    )
+    declared = MinimaxFairClassifier(**params, classes=[0, 1])
+    assert _leaks(lambda: declared.fit(X, y)) == []

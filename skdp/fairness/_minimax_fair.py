@@ -12,6 +12,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from ..base import PrivateEstimatorMixin
+from ..exceptions import warn_inferred_set
 from ..privacy import (
     ComposedDpEvent,
     GaussianDpEvent,
@@ -144,7 +145,8 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
     classes : array-like of shape (2,) or None, default=None
         Declared class labels. ``None`` reads them from ``y`` (standard in
         scikit-learn, but it reveals which labels occur and makes a
-        single-class ``y`` an error); declared classes avoid both.
+        single-class ``y`` an error, so it emits
+        :class:`~skdp.PrivacyLeakWarning`); declared classes avoid both.
     solver : {"gda", "nispp", "nseg"}, default="gda"
         ``"gda"``: full-batch noisy gradient descent-ascent
         (:func:`skdp.solvers.group_dro_gda.group_dro_gda`): projected
@@ -383,6 +385,14 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         else:
             # Reading the classes from y is scikit-learn's convention; it
             # reveals which labels occur (documented; declare classes= to avoid).
+            # The warning depends on the parameters only, not on y.
+            warn_inferred_set(
+                type(self).__name__,
+                "classes",
+                "classes=[negative, positive]",
+                "an error when y has a single class",
+                stacklevel=5,
+            )
             classes = np.unique(y)
             if classes.size > 2:
                 raise ValueError(
