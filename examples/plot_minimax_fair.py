@@ -44,6 +44,7 @@ results = {"LogisticRegression\n(non-private)": erm}
 for eps in (0.5, 1.0, 5.0, np.inf):
     clf = MinimaxFairClassifier(
         epsilon=eps,
+        classes=[0, 1],
         groups=list(priors),
         group_priors=list(priors.values()),
         feature_norm=2.5,

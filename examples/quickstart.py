@@ -157,6 +157,7 @@ def minimax_fairness_on_three_groups():
     erm = LogisticRegression().fit(X_tr, y_tr)
     fair = MinimaxFairClassifier(
         epsilon=1.0,
+        classes=[0, 1],
         groups=list(priors),
         group_priors=list(priors.values()),
         feature_norm=2.5,
