@@ -108,6 +108,24 @@ def test_search_is_one_accounted_release_with_private_results_only():
     np.testing.assert_array_equal(again.predict(X), search.predict(X))
 
 
+def test_released_model_does_not_publish_the_search_seed():
+    # The trial's generator (spawned from the search's) carries the root
+    # entropy in its SeedSequence: publishing it lets anyone replay the whole
+    # search, noise included, even with random_state=None.
+    X, y = _regression(n=400)
+    search = PrivateSearchCV(
+        HeavyTailedLinearRegression(feature_norm=3.0),
+        param_grid={"max_iter": [5, 20]},
+        epsilon=1.0,
+        mean_trials=3.0,
+        trials_shape=1.0,
+    ).fit(X, y)
+    model = search.best_estimator_
+    seeded = (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)
+    held = list(model.get_params(deep=True).values()) + list(vars(model).values())
+    assert not any(isinstance(v, seeded) for v in held)
+
+
 def test_epsilon_inf_selects_like_gridsearchcv_on_the_same_split():
     X, y = _regression()
     base = HeavyTailedLinearRegression(feature_norm=3.0, max_iter=20)

@@ -344,7 +344,10 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                     "A trial charged another plan than the one the search was "
                     "calibrated for; this is a bug in the estimator's planning."
                 )
-            model.set_params(accountant=None)
+            # The released model must not hold the trial's generator: its
+            # SeedSequence carries the search's root entropy, from which every
+            # noise draw of the search can be replayed and subtracted.
+            model.set_params(accountant=None, random_state=None)
             loss = noisy_validation_loss(
                 model, X_val, y_val, loss_bound, plan.score_noise_multiplier, rng
             )
