@@ -313,6 +313,19 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         X_val, y_val = _safe_indexing(X, val_idx), _safe_indexing(y, val_idx)
         fit_tr = {k: _split_param(v, n, train_idx) for k, v in fit_params.items()}
 
+        # Bad input anywhere (the validation part included) fails here, before
+        # any noise: the estimator's own validation runs on every row, and its
+        # probe stops before the fit uses the data.
+        probe_plan(
+            self.estimator,
+            candidates[0],
+            float(self.epsilon),
+            self.delta_,
+            X,
+            y,
+            fit_params,
+        )
+
         def probe(c, eps_t, delta_t):
             return probe_plan(
                 self.estimator, candidates[c], eps_t, delta_t, X_tr, y_tr, fit_tr
