@@ -122,7 +122,8 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     Attributes
     ----------
     best_estimator_ : estimator
-        The released trial's model (only if ``refit=True``).
+        The released trial's model (only if ``refit=True``). Its
+        ``random_state`` is ``None``: the trial's generator is secret.
     best_params_ : dict
         Hyperparameters of the released trial.
     best_index_ : int
