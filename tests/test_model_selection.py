@@ -108,6 +108,47 @@ def test_search_is_one_accounted_release_with_private_results_only():
     np.testing.assert_array_equal(again.predict(X), search.predict(X))
 
 
+def test_released_model_does_not_publish_the_search_seed():
+    # The trial's generator (spawned from the search's) carries the root
+    # entropy in its SeedSequence: publishing it lets anyone replay the whole
+    # search, noise included, even with random_state=None.
+    X, y = _regression(n=400)
+    search = PrivateSearchCV(
+        HeavyTailedLinearRegression(feature_norm=3.0),
+        param_grid={"max_iter": [5, 20]},
+        epsilon=1.0,
+        mean_trials=3.0,
+        trials_shape=1.0,
+    ).fit(X, y)
+    model = search.best_estimator_
+    seeded = (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)
+    held = list(model.get_params(deep=True).values()) + list(vars(model).values())
+    assert not any(isinstance(v, seeded) for v in held)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bad_validation_rows_fail_before_any_charge(seed):
+    # A NaN that lands in the validation part must fail like one in the
+    # training part: before the plan is charged and before any trial (not
+    # inside a trial, and not only when K >= 1).
+    X, y = _regression(n=400)
+    # The search's first draw is the split; its first 100 rows validate.
+    val_row = check_generator(seed, stream=0).permutation(len(X))[0]
+    X[val_row, 0] = np.nan
+    acc = PrivacyAccountant(2.0, 1e-5)
+    search = PrivateSearchCV(
+        HeavyTailedLinearRegression(feature_norm=3.0),
+        param_grid={"max_iter": [5, 20]},
+        epsilon=1.0,
+        mean_trials=1.0,
+        accountant=acc,
+        random_state=seed,
+    )
+    with pytest.raises(ValueError, match="NaN"):
+        search.fit(X, y)
+    assert acc.ledger == []
+
+
 def test_epsilon_inf_selects_like_gridsearchcv_on_the_same_split():
     X, y = _regression()
     base = HeavyTailedLinearRegression(feature_norm=3.0, max_iter=20)

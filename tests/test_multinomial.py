@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
@@ -280,3 +281,16 @@ def test_a_collapsed_scale_release_is_bounded_by_the_truncation_level(
         assert s > 0.1  # the true scale is 1: the floor undoes the collapse
     else:
         assert s < released / 1e3  # capped at the row-norm quantile (loose)
+
+
+def test_clipped_sum_is_silent_for_subnormal_probabilities():
+    # softmax probability exp(-740) is subnormal; scaling it by the clip
+    # factor underflowed outside errstate (a record-dependent exception).
+    X = np.array([[740.0, 0.0], [1.0, 1.0]])
+    W = np.array([[0.0, -1.0, -10 / 740], [0.0, 0.0, 0.0]])
+    for XX in (X, sp.csr_matrix(X)):
+        with np.errstate(all="raise"):
+            g, _ = clipped_multinomial_gradient_sum(
+                XX, np.array([2, 1]), W, np.linalg.norm(X, axis=1), 1.0
+            )
+        assert np.all(np.isfinite(g))

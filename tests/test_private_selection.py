@@ -194,3 +194,63 @@ def test_poisson_replace_one_rdp_is_valid_and_amplified(q, z, steps):
     unsampled = steps * DEFAULT_ORDERS / (2 * z**2)
     assert np.all(curve <= unsampled)
     assert ours < 0.2 * rdp_lib.compute_epsilon(DEFAULT_ORDERS, unsampled, 1e-6)[0]
+
+
+@pytest.mark.parametrize("shape", [1.0, math.inf])
+def test_selection_charges_the_trials_failure_probability(shape):
+    # A FailureDpEvent has no Renyi-DP curve; the selection must still pay for
+    # it in delta ((1 + e^eps) E[K] p), not drop it.
+    from skdp.privacy import FailureDpEvent
+
+    mean, delta = 10.0, 1e-6
+    clean = GaussianDpEvent(5.0)
+    eps_clean = selection_epsilon(PrivateSelectionDpEvent([clean], mean, shape, delta))
+    assert math.isinf(
+        selection_epsilon(
+            PrivateSelectionDpEvent(
+                [ComposedDpEvent([clean, FailureDpEvent(0.5)])], mean, shape, delta
+            )
+        )
+    )
+    fail = 1e-8
+    event = PrivateSelectionDpEvent(
+        [ComposedDpEvent([clean, FailureDpEvent(fail)])], mean, shape, delta
+    )
+    eps = selection_epsilon(event)
+    assert eps > eps_clean
+    # Certified: the RDP delta at eps plus the failure share stays below delta.
+    orders = DEFAULT_ORDERS
+    from skdp.privacy import repeat_and_select_rdp
+
+    out = repeat_and_select_rdp(orders, rdp_curve(clean, orders), mean, shape)
+    rdp_delta, _ = rdp_lib.compute_delta(orders, out, eps)
+    assert rdp_delta + (1 + math.exp(eps)) * mean * fail <= delta * (1 + 1e-9)
+    # The ledger charges the same pair.
+    assert certify_epsilon(event, delta) == pytest.approx(eps, rel=1e-9)
+
+
+def test_nispp_poisson_plan_carries_a_failure_event():
+    # The plan a search probes for MinimaxFairClassifier(solver="nispp") with
+    # Poisson batches holds a FailureDpEvent: the case the test above covers.
+    from skdp import MinimaxFairClassifier
+    from skdp.privacy import FailureDpEvent
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 2))
+    y = (X[:, 0] > 0).astype(int)
+    groups = rng.integers(2, size=2000)
+    est = MinimaxFairClassifier(
+        solver="nispp", sampling="poisson", feature_norm=1.0, classes=[0, 1]
+    )
+    ev, _ = probe_plan(est, {}, 1.0, 1e-6, X, y, {"sensitive_features": groups})
+
+    def leaves(e):
+        for child in getattr(e, "events", []) or []:
+            yield from leaves(child)
+        inner = getattr(e, "event", None)
+        if inner is not None:
+            yield from leaves(inner)
+        yield e
+
+    fails = [e for e in leaves(ev) if isinstance(e, FailureDpEvent)]
+    assert fails and fails[0].probability > 0

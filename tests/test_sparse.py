@@ -228,3 +228,25 @@ def test_standard_scaler_sparse_errors_are_public():
     # clip=False keeps the zeros whatever the bounds
     out = StandardScaler(with_mean=False, bounds=(1.0, 20.0), clip=False).fit(S)
     assert out.transform(S).nnz == S.nnz
+
+
+@pytest.mark.parametrize("bound", [1.0, 1e-300, 1e300])
+def test_sparse_clip_is_silent_and_equals_dense_on_extreme_rows(bound):
+    # Private rows: no floating-point exception under errstate(all="raise"),
+    # and a row whose norm overflows keeps its direction as in clip_rows
+    # (it was zeroed, and tiny clip factors raised an underflow).
+    big = np.finfo(float).max / 4
+    rows = np.array(
+        [
+            [1.3e308, 1.3e308, 0.0],
+            [big, -big, big],
+            [1e308, -1e308, 1e308],
+            [1e-310, 0.0, 0.0],
+            [1e308, 1e-310, -5e-324],
+            [1e308, 1.0, 0.0],
+            [3.0, 4.0, 0.0],
+        ]
+    )
+    with np.errstate(all="raise"):
+        clipped = clip_rows_any(sp.csr_matrix(rows), bound).toarray()
+    np.testing.assert_array_equal(clipped, clip_rows(rows, bound))

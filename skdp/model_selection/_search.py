@@ -122,7 +122,8 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     Attributes
     ----------
     best_estimator_ : estimator
-        The released trial's model (only if ``refit=True``).
+        The released trial's model (only if ``refit=True``). Its
+        ``random_state`` is ``None``: the trial's generator is secret.
     best_params_ : dict
         Hyperparameters of the released trial.
     best_index_ : int
@@ -313,6 +314,19 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         X_val, y_val = _safe_indexing(X, val_idx), _safe_indexing(y, val_idx)
         fit_tr = {k: _split_param(v, n, train_idx) for k, v in fit_params.items()}
 
+        # Bad input anywhere (the validation part included) fails here, before
+        # any noise: the estimator's own validation runs on every row, and its
+        # probe stops before the fit uses the data.
+        probe_plan(
+            self.estimator,
+            candidates[0],
+            float(self.epsilon),
+            self.delta_,
+            X,
+            y,
+            fit_params,
+        )
+
         def probe(c, eps_t, delta_t):
             return probe_plan(
                 self.estimator, candidates[c], eps_t, delta_t, X_tr, y_tr, fit_tr
@@ -344,7 +358,10 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                     "A trial charged another plan than the one the search was "
                     "calibrated for; this is a bug in the estimator's planning."
                 )
-            model.set_params(accountant=None)
+            # The released model must not hold the trial's generator: its
+            # SeedSequence carries the search's root entropy, from which every
+            # noise draw of the search can be replayed and subtracted.
+            model.set_params(accountant=None, random_state=None)
             loss = noisy_validation_loss(
                 model, X_val, y_val, loss_bound, plan.score_noise_multiplier, rng
             )

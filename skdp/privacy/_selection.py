@@ -109,6 +109,10 @@ def _profile_rdp(p, orders):
 def rdp_curve(event, orders=None):
     """Renyi-DP curve of ``event`` under replace-one, worst profile per order.
 
+    Failure events (:class:`~skdp.privacy.FailureDpEvent`) have no Renyi-DP
+    curve and are not in it: the curve is the accounted run's.
+    :func:`selection_epsilon` adds their probability to ``delta``.
+
     Parameters
     ----------
     event : DpEvent
@@ -316,5 +320,24 @@ def selection_epsilon(event, delta=None, orders=None):
     if np.any(np.isinf(base)):
         return math.inf
     out = repeat_and_select_rdp(orders, base, float(event.mean), float(event.shape))
+    # Failure events (FailureDpEvent) have no Renyi-DP curve: rdp_curve covers
+    # the accounted run. A trial fails with probability at most ``fail``, so
+    # by a union bound over the K trials (Wald) the search differs from its
+    # accounted version with probability at most E[K] * fail, which adds
+    # (1 + e**epsilon) * E[K] * fail to delta(epsilon).
+    fail = float(event.mean) * max(
+        (p.fail for c in event.candidates for p in profiles(c)), default=0.0
+    )
     eps, _ = rdp_lib.compute_epsilon(orders, out, delta)
-    return float(eps)
+    if fail <= 0.0:
+        return float(eps)
+    for _ in range(100):
+        upper = eps * (1.0 + 1e-6) + 1e-9
+        spare = (1.0 + math.exp(min(upper, 700.0))) * fail
+        if not spare < delta:
+            return math.inf
+        eps_next, _ = rdp_lib.compute_epsilon(orders, out, delta - spare)
+        if eps_next <= upper:
+            return float(eps_next)
+        eps = eps_next
+    return math.inf

@@ -148,7 +148,9 @@ def clipped_multinomial_gradient_sum(X, labels, W, norms, clip):
         factor = np.where(gnorm > clip, clip / gnorm, 1.0)
     factor = np.where((norms > 0) & np.isfinite(factor), factor, 0.0)
     gnorm = np.where(norms > 0, gnorm, 0.0)
-    R *= factor[:, None]
+    with np.errstate(all="ignore"):
+        # a subnormal probability times a clip factor underflows: silently
+        R *= factor[:, None]
     return np.asarray(X.T @ R), gnorm
 
 

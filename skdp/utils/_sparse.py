@@ -166,10 +166,23 @@ def clip_rows_any(X, max_norm, norms=None):
     X = as_float_rows(X).copy()
     if np.isinf(max_norm):
         return X
-    norms = row_norms(X) if norms is None else norms
+    norms = row_norms(X) if norms is None else np.asarray(norms)
     with np.errstate(all="ignore"):
         factor = np.where(norms > max_norm, max_norm / norms, 1.0)
-    X.data *= factor[_row_index(X)]
+        # Private rows: silent, and as the dense clip_rows, a row whose norm
+        # overflows or whose factor is below the normal range keeps its
+        # direction (clipped in rescaled form, on its stored entries).
+        hard = (norms > max_norm) & ~(
+            np.isfinite(norms) & (factor >= np.finfo(float).tiny)
+        )
+        factor = np.where(hard, 1.0, factor)
+        X.data *= factor[_row_index(X)]
+    if np.any(hard):
+        from ._validation import clip_rows
+
+        for i in np.flatnonzero(hard):
+            start, stop = X.indptr[i], X.indptr[i + 1]
+            X.data[start:stop] = clip_rows(X.data[None, start:stop], max_norm)[0]
     return X
 
 
