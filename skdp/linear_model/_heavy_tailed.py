@@ -83,6 +83,11 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         "bound_share": [Interval(Real, 0, 1, closed="neither")],
     }
 
+    #: Largest share of ``mu**2`` the known-Lipschitz plan may spend on the
+    #: scale quantiles when ``n`` is too small for their default share
+    #: (0: assume standardized data, see ``make_known_lipschitz_plan``).
+    _small_n_share = 0.0
+
     # -- public constants ---------------------------------------------------
     def _radius(self):
         return math.inf if self.radius is None else float(self.radius)
@@ -146,6 +151,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 feature_scale=self._feature_scale(),
                 adaptive_clip=adaptive,
                 bound_share=self.bound_share,
+                small_n_share=self._small_n_share,
             )
         n_scales = scales_needed(loss) if adaptive else 0
         if self.solver == "onepass":
@@ -658,6 +664,11 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
         self.bound_share = bound_share
         self.accountant = accountant
         self.random_state = random_state
+
+    # Regression targets come in natural units (e.g. in the hundreds): at
+    # small n, half the budget on the scales beats assuming |y| <= 3
+    # (measured on diabetes, benchmarks/heavy_tailed_small_n.py).
+    _small_n_share = 0.5
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

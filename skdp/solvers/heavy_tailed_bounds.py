@@ -46,6 +46,7 @@ __all__ = [
     "scale_quantile",
     "private_scales",
     "scales_estimable",
+    "small_n_scale_share",
     "default_scales",
     "scales_needed",
     "scale_share",
@@ -475,6 +476,51 @@ def scales_estimable(n, z):
     (True, False)
     """
     return bool(z == 0 or 4.0 * z <= n)
+
+
+#: Margin of :func:`small_n_scale_share`: its multiplier is at most
+#: ``n / (4 SMALL_N_MARGIN)``, i.e. a count noise of at most an eighth of
+#: ``n`` (the scale quantile is then the median, times UNRELIABLE_SLACK).
+SMALL_N_MARGIN = 2.0
+
+
+def small_n_scale_share(mu, n, n_counts, max_share):
+    """Share of ``mu**2`` that makes ``n_counts`` scale counts estimable.
+
+    Public arithmetic of ``mu``, ``n`` and ``n_counts``: the share whose
+    multiplier ``z`` (``n_counts`` Gaussian counts sharing it) satisfies
+    ``4 z SMALL_N_MARGIN <= n``. Used when the default share is too small
+    for :func:`scales_estimable`: spending more of the budget on the scales
+    beats assuming standardized data (:func:`default_scales`), which wrecks
+    fits on data in natural units (e.g. targets in the hundreds).
+
+    Parameters
+    ----------
+    mu : float
+        GDP budget of the fit.
+    n : int
+    n_counts : int
+        Counts of the scale quantiles (``n_scales * RANGE_STEPS``).
+    max_share : float
+        Largest share allowed.
+
+    Returns
+    -------
+    float or None
+        The share, or ``None`` if it would exceed ``max_share``.
+
+    Examples
+    --------
+    >>> round(small_n_scale_share(0.25, 400, 40, 0.5), 4)
+    0.256
+    >>> small_n_scale_share(0.25, 100, 40, 0.5) is None
+    True
+    """
+    if math.isinf(mu):
+        return 0.0
+    z_max = float(n) / (4.0 * SMALL_N_MARGIN)
+    share = float(n_counts) / (mu * z_max) ** 2
+    return share if share <= max_share else None
 
 
 def default_scales(d, loss):
