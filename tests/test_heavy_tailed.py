@@ -15,7 +15,7 @@ from skdp import (
     HeavyTailedLogisticRegression,
     PrivacyAccountant,
 )
-from skdp.losses import HuberLoss
+from skdp.losses import HuberLoss, SquaredLoss
 from skdp.privacy import ComposedDpEvent
 
 SOLVERS = ["known_lipschitz", "onepass", "localized"]
@@ -384,3 +384,34 @@ def test_small_n_regression_estimates_scales_in_natural_units():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         HeavyTailedLinearRegression(random_state=0).fit(X, y)
+
+
+def test_auto_steps_rule_is_public_in_n():
+    # max_iter="auto": 30 steps below n = 1e4, 100 steps from n = 1e4 on, the
+    # same clip rule (scale 6); an explicit max_iter is used as given.
+    rng = np.random.default_rng(4)
+    d = 3
+    for n, steps, scale in ((9_999, 30, 6.0), (10_000, 100, 6.0)):
+        X = rng.standard_t(3, size=(n, d))
+        y = X @ np.ones(d) + rng.standard_t(3, size=n)
+        m = HeavyTailedLinearRegression(epsilon=1.0, delta=1e-8, random_state=0)
+        m.fit(X, y)
+        assert m.n_iter_ == steps and len(m.step_sizes_) == steps
+        eps, _ = m.privacy_spent_
+        assert 0.97 <= eps <= 1.0
+        plan = m._make_plan(n, d + 1, m._budget(1), SquaredLoss())
+        z = plan.gd.z_grad
+        assert plan.gd.clip_fraction == pytest.approx(
+            min(0.7, scale * z * np.sqrt(d + 1) / n)
+        )
+        fixed = HeavyTailedLinearRegression(
+            epsilon=1.0, delta=1e-8, max_iter=30, random_state=0
+        ).fit(X, y)
+        assert fixed.n_iter_ == 30
+        ref = fixed._make_plan(n, d + 1, fixed._budget(1), SquaredLoss())
+        assert ref.gd.n_steps == 30
+        assert ref.gd.clip_fraction == pytest.approx(
+            min(0.7, 6.0 * ref.gd.z_grad * np.sqrt(d + 1) / n)
+        )
+    with pytest.raises(ValueError):
+        HeavyTailedLogisticRegression(max_iter="auto").fit(X, y > 0)

@@ -125,10 +125,15 @@ class QuantileTarget:
     ----------
     scale : float, default=6.0
     max_fraction : float, default=0.7
+    min_fraction : float, default=0.0
+        Floor of ``p`` when there is noise (public; a robustness floor:
+        clipping a few percent of the gradients down-weights heavy-tailed
+        rows even when the noise alone would not ask for it).
     """
 
     scale: float = 6.0
     max_fraction: float = 0.7
+    min_fraction: float = 0.0
 
 
 #: The rule used by default (constants measured on synthetic data).
@@ -163,7 +168,8 @@ def tail_fraction(z, n, d, target=None):
     target = DEFAULT_TARGET if target is None else target
     if z == 0:
         return 0.0
-    return float(min(target.max_fraction, target.scale * z * math.sqrt(d) / max(n, 1)))
+    p = max(target.min_fraction, target.scale * z * math.sqrt(d) / max(n, 1))
+    return float(min(target.max_fraction, p))
 
 
 def noisy_log_quantile(
