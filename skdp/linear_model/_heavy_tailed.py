@@ -77,7 +77,6 @@ _ONEPASS_TAIL = 0.5
 _DEFAULT_STEPS = 30
 _LARGE_N = 10_000
 _LARGE_N_STEPS = 100
-_LARGE_N_TARGET = DEFAULT_TARGET
 
 
 class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
@@ -109,9 +108,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         """Steps and clip target of the known-Lipschitz plan (public in ``n``)."""
         if self.max_iter != "auto":
             return int(self.max_iter), DEFAULT_TARGET
-        if n >= _LARGE_N:
-            return _LARGE_N_STEPS, _LARGE_N_TARGET
-        return _DEFAULT_STEPS, DEFAULT_TARGET
+        return (_LARGE_N_STEPS if n >= _LARGE_N else _DEFAULT_STEPS), DEFAULT_TARGET
 
     def _radius(self):
         return math.inf if self.radius is None else float(self.radius)
@@ -700,7 +697,7 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
 
     # Regression targets come in natural units (e.g. in the hundreds): at
     # small n, half the budget on the scales beats assuming |y| <= 3
-    # (measured on diabetes, benchmarks/heavy_tailed_small_n.py).
+    # (diabetes row of benchmarks/heavy_tailed_steps.py and _rule.py).
     _small_n_share = 0.5
 
     def __sklearn_tags__(self):
