@@ -458,3 +458,15 @@ def test_onepass_kernel_python_fallback_is_identical():
         20,
     )
     np.testing.assert_allclose(onepass_phase(*args), py(*args), rtol=1e-12)
+
+
+def test_quantile_target_floor():
+    # the floor applies only when there is noise, and the cap still binds
+    t = bounds.QuantileTarget(scale=6.0, min_fraction=0.05)
+    assert bounds.tail_fraction(20.0, 100_000, 21, t) == pytest.approx(0.05)
+    assert bounds.tail_fraction(20.0, 100_000, 21) == pytest.approx(
+        6.0 * 20.0 * math.sqrt(21) / 100_000
+    )
+    assert bounds.tail_fraction(0.0, 100_000, 21, t) == 0.0
+    big = bounds.QuantileTarget(min_fraction=0.9)
+    assert bounds.tail_fraction(1.0, 100_000, 21, big) == 0.7
