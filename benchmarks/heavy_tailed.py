@@ -59,6 +59,8 @@ from skdp.utils import safe_row_norms  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ADULT = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "adult"
+if not ADULT.exists():  # a worktree one level deeper
+    ADULT = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "adult"
 D = 20
 CLIPS = (0.1, 1.0, 10.0)
 LRS = (0.1, 0.3, 1.0, 3.0, 10.0)

@@ -350,3 +350,32 @@ def test_statistical_noise_recovers_the_residual_scale():
     f_on = rgd.plugin_penalty(10.0, n, 25, True, p, statistical=True)
     w = [np.append(np.full(D - 1, 0.3), 1.0)]
     assert f_on(w, np.full(50, clip), 1.0) > f_off(w, np.full(50, clip), 1.0)
+
+
+def test_small_n_without_bounds_estimates_scales_in_natural_units():
+    # n = 330, targets in the hundreds, no public bounds, delta = 1e-6: the
+    # default share of the scale quantiles is too small, so the gd solver used
+    # to assume |y| <= 3 (test MSE ~ mean(y**2)); it now pays the scales from
+    # up to half the path's budget. With both bounds the plan is unchanged.
+
+    rng = np.random.default_rng(3)
+    n, d = 330, 10
+    X = rng.normal(size=(n, d)) * 0.05
+    y = 150.0 + X @ np.full(d, 300.0) + 50.0 * rng.normal(size=n)
+    Xt = rng.normal(size=(2000, d)) * 0.05
+    yt = 150.0 + Xt @ np.full(d, 300.0) + 50.0 * rng.normal(size=2000)
+    mse = []
+    for seed in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            m = BilevelRidge(epsilon=1.0, delta=1e-6, random_state=seed).fit(X, y)
+        mse.append(np.mean((m.predict(Xt) - yt) ** 2))
+        eps, _ = m.privacy_spent_
+        assert eps <= 1.0 + 1e-9
+    assert np.median(mse) < 2.0 * np.var(yt)
+    mu = gdp_mu(1.0, 1e-6)
+    plain = rgd.plan_ridge_gd(mu, n, d)
+    small = rgd.plan_ridge_gd(mu, n, d, small_n_share=0.5)
+    assert plain.fit.default_scales and not small.fit.default_scales
+    assert gdp_mu_of(small.event) == pytest.approx(mu, rel=1e-6)
+    assert gdp_mu_of(plain.event) == pytest.approx(mu, rel=1e-6)

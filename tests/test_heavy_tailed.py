@@ -15,7 +15,7 @@ from skdp import (
     HeavyTailedLogisticRegression,
     PrivacyAccountant,
 )
-from skdp.losses import HuberLoss
+from skdp.losses import HuberLoss, SquaredLoss
 from skdp.privacy import ComposedDpEvent
 
 SOLVERS = ["known_lipschitz", "onepass", "localized"]
@@ -347,13 +347,75 @@ def test_predict_log_proba_is_finite_and_matches_proba():
 
 def test_default_scales_warn_at_small_n():
     # Too few rows to estimate the scales privately: the public defaults for
-    # standardized data are used, which must not happen silently.
+    # standardized data are used, which must not happen silently. (Regression
+    # spends up to half the budget on the scales at small n, so a few hundred
+    # rows no longer need the defaults: see the small-n test below.)
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(200, 3))
+    X = rng.normal(size=(60, 3))
     y = X @ np.ones(3)
     with pytest.warns(UserWarning, match="assumes standardized data"):
         HeavyTailedLinearRegression(random_state=0).fit(X, y)
+
+
+def test_small_n_regression_estimates_scales_in_natural_units():
+    # n = 330, targets in the hundreds (like diabetes): the default share of
+    # the scale quantiles is too small at delta=1e-6, so the fit used to
+    # assume |y| <= 3 and predicted about 0 (MSE ~ mean(y**2)). Regression
+    # now pays the scales from up to half the budget instead.
+    rng = np.random.default_rng(3)
+    n, d = 330, 10
+    X = rng.normal(size=(n, d)) * 0.05
+    y = 150.0 + X @ np.full(d, 300.0) + 50.0 * rng.normal(size=n)
+    Xt = rng.normal(size=(2000, d)) * 0.05
+    yt = 150.0 + Xt @ np.full(d, 300.0) + 50.0 * rng.normal(size=2000)
+    mse = []
+    for seed in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            m = HeavyTailedLinearRegression(
+                epsilon=1.0, delta=1e-6, random_state=seed
+            ).fit(X, y)
+        mse.append(np.mean((m.predict(Xt) - yt) ** 2))
+    assert np.median(mse) < 2.0 * np.var(yt)  # was ~ 10 var(yt)
+    eps, delta = m.privacy_spent_
+    assert delta == 1e-6 and 0.97 <= eps <= 1.0
+    # logistic regression keeps the public defaults at the same n (unchanged)
+    with pytest.warns(UserWarning, match="assumes standardized data"):
+        HeavyTailedLogisticRegression(
+            epsilon=1.0, delta=1e-6, classes=[0, 1], random_state=0
+        ).fit(X, (y > 150.0).astype(int))
     X, y = np.tile(X, (5, 1)), np.tile(y, 5)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         HeavyTailedLinearRegression(random_state=0).fit(X, y)
+
+
+def test_auto_steps_rule_is_public_in_n():
+    # max_iter="auto": 30 steps below n = 1e4, 100 steps from n = 1e4 on, the
+    # same clip rule (scale 6); an explicit max_iter is used as given.
+    rng = np.random.default_rng(4)
+    d = 3
+    for n, steps, scale in ((9_999, 30, 6.0), (10_000, 100, 6.0)):
+        X = rng.standard_t(3, size=(n, d))
+        y = X @ np.ones(d) + rng.standard_t(3, size=n)
+        m = HeavyTailedLinearRegression(epsilon=1.0, delta=1e-8, random_state=0)
+        m.fit(X, y)
+        assert m.n_iter_ == steps and len(m.step_sizes_) == steps
+        eps, _ = m.privacy_spent_
+        assert 0.97 <= eps <= 1.0
+        plan = m._make_plan(n, d + 1, m._budget(1), SquaredLoss())
+        z = plan.gd.z_grad
+        assert plan.gd.clip_fraction == pytest.approx(
+            min(0.7, scale * z * np.sqrt(d + 1) / n)
+        )
+        fixed = HeavyTailedLinearRegression(
+            epsilon=1.0, delta=1e-8, max_iter=30, random_state=0
+        ).fit(X, y)
+        assert fixed.n_iter_ == 30
+        ref = fixed._make_plan(n, d + 1, fixed._budget(1), SquaredLoss())
+        assert ref.gd.n_steps == 30
+        assert ref.gd.clip_fraction == pytest.approx(
+            min(0.7, 6.0 * ref.gd.z_grad * np.sqrt(d + 1) / n)
+        )
+    with pytest.raises(ValueError):
+        HeavyTailedLogisticRegression(max_iter="auto").fit(X, y > 0)

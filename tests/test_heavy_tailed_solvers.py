@@ -344,6 +344,82 @@ def test_tiny_data_uses_public_scales_and_spends_nothing_on_them(monkeypatch):
     assert res.extra["truncation"] == pytest.approx(B * bounds.UNRELIABLE_SLACK)
 
 
+def test_small_n_share_pays_the_scales_and_spends_exactly_mu(monkeypatch):
+    # n too small for the default scale share: with small_n_share the scale
+    # quantiles get the share small_n_scale_share computes (count noise at
+    # most n / 8), the clip share is unchanged and the total is exactly mu.
+    rec = _NoiseRecorder(monkeypatch, [bounds, gd])
+    rng = np.random.default_rng(12)
+    n, d = 330, 4
+    X = rng.normal(size=(n, d)) * 0.05
+    y = 150.0 + X @ np.full(d, 300.0) + 50.0 * rng.normal(size=n)
+    mu = gdp_mu(1.0, 1e-6)
+    old = kl.make_known_lipschitz_plan(mu, n, d + 1, 10, n_scales=3, feature_scale=True)
+    assert old.default_scales  # the default share cannot pay them
+    plan = kl.make_known_lipschitz_plan(
+        mu, n, d + 1, 10, n_scales=3, feature_scale=True, small_n_share=0.5
+    )
+    assert not plan.default_scales and plan.n_scales == 4 and plan.feature_scale
+    assert plan.z_scale == pytest.approx(n / (4 * bounds.SMALL_N_MARGIN))
+    share = bounds.small_n_scale_share(mu, n, 4 * bounds.RANGE_STEPS, 0.5)
+    assert 0.0 < share <= 0.5
+    # exact composition: scale counts + gradient steps (+ clip counts) = mu
+    assert gdp_mu_of(plan.event) == pytest.approx(mu, rel=1e-6)
+    grad_mu = gdp_mu_of(plan.gd.event)
+    assert grad_mu**2 == pytest.approx((1.0 - share) * mu**2, rel=1e-6)
+    res = kl.known_lipschitz(
+        X, y, SquaredLoss(), plan, rng, step_size=0.5, fit_intercept=True
+    )
+    counts = [std for std, size in rec.calls if size is None]
+    assert sum(std == plan.z_scale for std in counts) == 4 * bounds.RANGE_STEPS
+    assert 0.01 < res.extra["feature_scale"] < 1.0  # private, not the default 1
+    assert res.extra["target_scale"] > 100.0  # not the default 3
+    # too small even for half the budget: public defaults, as before
+    tiny = kl.make_known_lipschitz_plan(
+        mu, 100, d + 1, 10, n_scales=3, feature_scale=True, small_n_share=0.5
+    )
+    assert tiny.default_scales
+    assert gdp_mu_of(tiny.event) == pytest.approx(mu, rel=1e-6)
+
+
+def test_small_n_scale_counts_coupled_on_neighbours(monkeypatch):
+    # The scale counts at the small-n multiplier: on neighbouring data
+    # (replace one record) with the same random stream, every released count
+    # moves by at most its sensitivity 1 while the bisection paths agree, and
+    # the bound is attained.
+    released = []
+
+    def noise(rng, std, size=None):
+        e = float(rng.normal(0.0, std))
+        released.append(e)
+        return e
+
+    monkeypatch.setattr(bounds, "gaussian_noise", noise)
+    counts = []
+    real_count = np.count_nonzero
+
+    def count(a):
+        c = int(real_count(a))
+        counts.append(c)
+        return c
+
+    monkeypatch.setattr(bounds.np, "count_nonzero", count)
+    n = 330
+    z = n / (4 * bounds.SMALL_N_MARGIN)
+    v = np.abs(np.random.default_rng(13).normal(150.0, 50.0, size=n)) + 1.0
+    w = v.copy()
+    w[0] = 1e-8  # the replaced record jumps from the bulk to the far low end
+    paths = []
+    for vals in (v, w):
+        counts.clear()
+        bounds.noisy_log_quantile(vals, 0.5, z, np.random.default_rng(14))
+        paths.append(list(counts))
+    a, b = (np.array(p) for p in paths)
+    assert a.shape == b.shape == (bounds.RANGE_STEPS,)
+    assert np.max(np.abs(a - b)) <= 1
+    assert np.max(np.abs(a - b)) == 1
+
+
 def test_noisy_median_and_warm_start():
     rng = np.random.default_rng(11)
     v = rng.standard_t(2, size=5000) + 30.0
@@ -382,3 +458,15 @@ def test_onepass_kernel_python_fallback_is_identical():
         20,
     )
     np.testing.assert_allclose(onepass_phase(*args), py(*args), rtol=1e-12)
+
+
+def test_quantile_target_floor():
+    # the floor applies only when there is noise, and the cap still binds
+    t = bounds.QuantileTarget(scale=6.0, min_fraction=0.05)
+    assert bounds.tail_fraction(20.0, 100_000, 21, t) == pytest.approx(0.05)
+    assert bounds.tail_fraction(20.0, 100_000, 21) == pytest.approx(
+        6.0 * 20.0 * math.sqrt(21) / 100_000
+    )
+    assert bounds.tail_fraction(0.0, 100_000, 21, t) == 0.0
+    big = bounds.QuantileTarget(min_fraction=0.9)
+    assert bounds.tail_fraction(1.0, 100_000, 21, big) == 0.7

@@ -174,6 +174,7 @@ def plan_ridge_gd(
     bound_share=0.1,
     tuning="path",
     clip_target=CLIP_TARGET,
+    small_n_share=0.0,
 ):
     """Split a GDP budget ``mu`` between the path and its selection.
 
@@ -198,6 +199,10 @@ def plan_ridge_gd(
         (:func:`plugin_penalty`), no selection release.
     clip_target : QuantileTarget, default=CLIP_TARGET
         Rule for the clipped fraction of per-sample gradients.
+    small_n_share : float, default=0.0
+        Passed to :func:`make_known_lipschitz_plan`: when ``n`` is too small
+        for the scale quantiles at their default share, pay them from up to
+        this share of the path's ``mu**2`` (0: assume standardized data).
 
     Returns
     -------
@@ -236,6 +241,7 @@ def plan_ridge_gd(
         feature_scale=True,
         bound_share=bound_share,
         target=clip_target,
+        small_n_share=small_n_share,
     )
     if tuning == "risk_estimate":
         if n_steps < 2:

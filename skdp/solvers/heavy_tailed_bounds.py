@@ -46,6 +46,7 @@ __all__ = [
     "scale_quantile",
     "private_scales",
     "scales_estimable",
+    "small_n_scale_share",
     "default_scales",
     "scales_needed",
     "scale_share",
@@ -124,10 +125,15 @@ class QuantileTarget:
     ----------
     scale : float, default=6.0
     max_fraction : float, default=0.7
+    min_fraction : float, default=0.0
+        Floor of ``p`` when there is noise (public; a robustness floor:
+        clipping a few percent of the gradients down-weights heavy-tailed
+        rows even when the noise alone would not ask for it).
     """
 
     scale: float = 6.0
     max_fraction: float = 0.7
+    min_fraction: float = 0.0
 
 
 #: The rule used by default (constants measured on synthetic data).
@@ -162,7 +168,8 @@ def tail_fraction(z, n, d, target=None):
     target = DEFAULT_TARGET if target is None else target
     if z == 0:
         return 0.0
-    return float(min(target.max_fraction, target.scale * z * math.sqrt(d) / max(n, 1)))
+    p = max(target.min_fraction, target.scale * z * math.sqrt(d) / max(n, 1))
+    return float(min(target.max_fraction, p))
 
 
 def noisy_log_quantile(
@@ -475,6 +482,51 @@ def scales_estimable(n, z):
     (True, False)
     """
     return bool(z == 0 or 4.0 * z <= n)
+
+
+#: Margin of :func:`small_n_scale_share`: its multiplier is at most
+#: ``n / (4 SMALL_N_MARGIN)``, i.e. a count noise of at most an eighth of
+#: ``n`` (the scale quantile is then the median, times UNRELIABLE_SLACK).
+SMALL_N_MARGIN = 2.0
+
+
+def small_n_scale_share(mu, n, n_counts, max_share):
+    """Share of ``mu**2`` that makes ``n_counts`` scale counts estimable.
+
+    Public arithmetic of ``mu``, ``n`` and ``n_counts``: the share whose
+    multiplier ``z`` (``n_counts`` Gaussian counts sharing it) satisfies
+    ``4 z SMALL_N_MARGIN <= n``. Used when the default share is too small
+    for :func:`scales_estimable`: spending more of the budget on the scales
+    beats assuming standardized data (:func:`default_scales`), which wrecks
+    fits on data in natural units (e.g. targets in the hundreds).
+
+    Parameters
+    ----------
+    mu : float
+        GDP budget of the fit.
+    n : int
+    n_counts : int
+        Counts of the scale quantiles (``n_scales * RANGE_STEPS``).
+    max_share : float
+        Largest share allowed.
+
+    Returns
+    -------
+    float or None
+        The share, or ``None`` if it would exceed ``max_share``.
+
+    Examples
+    --------
+    >>> round(small_n_scale_share(0.25, 400, 40, 0.5), 4)
+    0.256
+    >>> small_n_scale_share(0.25, 100, 40, 0.5) is None
+    True
+    """
+    if math.isinf(mu):
+        return 0.0
+    z_max = float(n) / (4.0 * SMALL_N_MARGIN)
+    share = float(n_counts) / (mu * z_max) ** 2
+    return share if share <= max_share else None
 
 
 def default_scales(d, loss):

@@ -24,6 +24,7 @@ from .heavy_tailed_bounds import (
     noisy_median,
     scale_quantile,
     scales_estimable,
+    small_n_scale_share,
 )
 from .heavy_tailed_bounds import scale_share as bound_scale_share
 from .heavy_tailed_common import (
@@ -95,6 +96,7 @@ def make_known_lipschitz_plan(
     adaptive_clip=True,
     bound_share=0.1,
     target=DEFAULT_TARGET,
+    small_n_share=0.0,
 ):
     """Budget split of Algorithm 4 + DP-GD (shares of ``mu**2``).
 
@@ -120,6 +122,12 @@ def make_known_lipschitz_plan(
     bound_share : float, default=0.1
     target : QuantileTarget, optional
         Rule for the clipped fraction.
+    small_n_share : float, default=0.0
+        When ``n`` is too small for the scale quantiles at their default
+        share, spend up to this share of ``mu**2`` on them
+        (:func:`~skdp.solvers.heavy_tailed_bounds.small_n_scale_share`)
+        instead of assuming standardized data; 0 keeps the public defaults.
+        The clip-level share is unchanged; the gradients pay the difference.
 
     Returns
     -------
@@ -135,12 +143,22 @@ def make_known_lipschitz_plan(
     n_scales = int(n_scales) + bool(feature_scale)
     scale_share = bound_scale_share(bound_share, n_scales)
     use_defaults = False
+    clip_share = bound_share - scale_share
     if n_scales:
         (z_scale,) = split_gdp(mu, [(n_scales * RANGE_STEPS, scale_share)])
         if not scales_estimable(n, z_scale):
-            use_defaults, n_scales, scale_share = True, 0, 0.0
-            feature_scale = False
-    clip_share = bound_share - scale_share
+            share = None
+            if small_n_share > 0:
+                share = small_n_scale_share(
+                    mu, n, n_scales * RANGE_STEPS, small_n_share
+                )
+            if share is not None and share > scale_share:
+                scale_share = share
+                (z_scale,) = split_gdp(mu, [(n_scales * RANGE_STEPS, share)])
+            else:
+                use_defaults, n_scales, scale_share = True, 0, 0.0
+                feature_scale = False
+                clip_share = bound_share
     gd = make_full_batch_plan(
         mu,
         n,
