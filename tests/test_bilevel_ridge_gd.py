@@ -379,3 +379,15 @@ def test_small_n_without_bounds_estimates_scales_in_natural_units():
     assert plain.fit.default_scales and not small.fit.default_scales
     assert gdp_mu_of(small.event) == pytest.approx(mu, rel=1e-6)
     assert gdp_mu_of(plain.event) == pytest.approx(mu, rel=1e-6)
+
+
+def test_alpha_bounds_clip_the_plug_in_penalty():
+    # alpha_min = alpha_max fixes the penalty: the gd path used to ignore them.
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 4))
+    y = X @ np.array([1.0, -0.5, 0.0, 0.25]) + rng.normal(size=3000)
+    for alpha in (5.0, 500.0):
+        model = BilevelRidge(
+            alpha_min=alpha, alpha_max=alpha, epsilon=np.inf, random_state=0
+        ).fit(X, y)
+        assert model.alpha_ == pytest.approx(alpha, rel=1e-9)

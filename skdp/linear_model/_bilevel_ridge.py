@@ -157,7 +157,10 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         rows it is fitted on. The paper's weight on the mean training loss is
         ``omega = alpha / n_train``. Defaults: ``1e-3 * feature_norm**2`` and
         ``10 * n_train * feature_norm**2`` (beyond which the model is ~0),
-        widened if needed to contain a given other end.
+        widened if needed to contain a given other end. With
+        ``inner_solver="gd"`` they clip the plug-in penalty of
+        ``tuning="risk_estimate"`` (no defaults: unbounded) and are not used
+        by ``tuning="path"``, whose penalties are a fixed public grid.
     alpha_init : float, default=None
         Start of the outer loop; default the geometric middle of the range.
     validation_fraction : float, default=0.5
@@ -810,7 +813,13 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             y = clip_targets(y, self.target_bound)
             if plan.fit.default_scales:
                 c = 3.0 / self.target_bound
-        result = ridge_gd(np.ascontiguousarray(X * a), y * c, plan, rng)
+        # alpha = n omega' / a**2 (see below): public bounds on alpha bound the
+        # plug-in penalty omega' of the solver's units.
+        lo = 0.0 if self.alpha_min is None else self.alpha_min * a**2 / n
+        hi = math.inf if self.alpha_max is None else self.alpha_max * a**2 / n
+        result = ridge_gd(
+            np.ascontiguousarray(X * a), y * c, plan, rng, omega_bounds=(lo, hi)
+        )
         # x' = a x, y' = c y: coef = a coef' / c, and the penalty omega' on
         # ||coef'||**2 is omega' / a**2 on ||coef||**2 (after dividing the
         # objective by c**2)

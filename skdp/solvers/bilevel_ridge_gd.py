@@ -539,7 +539,9 @@ def select_candidate(differences, stds, margin=SELECTION_MARGIN):
     return int(np.argmin(np.asarray(differences) + margin * np.asarray(stds)))
 
 
-def ridge_gd(X, y, plan, rng, *, step_size=None, margin=SELECTION_MARGIN):
+def ridge_gd(
+    X, y, plan, rng, *, step_size=None, margin=SELECTION_MARGIN, omega_bounds=None
+):
     """Run the penalty path and select privately (see the module docstring).
 
     Parameters
@@ -555,6 +557,10 @@ def ridge_gd(X, y, plan, rng, *, step_size=None, margin=SELECTION_MARGIN):
         :func:`~skdp.solvers.heavy_tailed_gd.practical_step_size`).
     margin : float, default=SELECTION_MARGIN
         See :func:`select_candidate`.
+    omega_bounds : tuple of float, optional
+        Public ``(low, high)`` bounds on the plug-in penalty ``omega`` (on the
+        mean loss, in the units of ``X``) of ``tuning="risk_estimate"``; the
+        rule's choice is clipped to them (post-processing).
 
     Returns
     -------
@@ -586,7 +592,11 @@ def ridge_gd(X, y, plan, rng, *, step_size=None, margin=SELECTION_MARGIN):
         chosen = []
 
         def second(coefs, clips, s, windows):
-            chosen.append(rule(coefs, clips, s, windows))
+            penalty = rule(coefs, clips, s, windows)
+            if omega_bounds is not None:  # omega = penalty * s**2
+                low, high = omega_bounds
+                penalty = min(max(penalty, low / s**2), high / s**2)
+            chosen.append(penalty)
             return chosen[-1]
 
         penalties[1] = (plan.stages[1][0], second, plan.stages[1][1])
