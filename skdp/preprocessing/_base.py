@@ -1,9 +1,11 @@
 """The fit protocol of skdp's transformers (the estimators' one, plus the plan)."""
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import PrivateEstimatorMixin
 from ..privacy import NonPrivateDpEvent, NoOpDpEvent
+from ._bounds import check_bounds
 
 __all__ = ["PrivateTransformerMixin"]
 
@@ -26,6 +28,42 @@ class PrivateTransformerMixin(PrivateEstimatorMixin):
     def _plan_or_free(self, event):
         """``NonPrivateDpEvent`` at ``epsilon=inf``; ``event`` otherwise."""
         return NonPrivateDpEvent() if np.isinf(self.epsilon) else event
+
+    def _declared_bounds(self, n_features):
+        """The checked public ``bounds``, or ``None`` when they are to be estimated.
+
+        Parameters
+        ----------
+        n_features : int
+            Number of columns of the data.
+
+        Returns
+        -------
+        tuple of ndarray or None
+            ``(lower, upper)``, each of shape ``(n_features,)``.
+        """
+        # a public parameter: checked before anything is spent or read
+        return None if self.bounds is None else check_bounds(self.bounds, n_features)
+
+    def _validate_for_transform(self, X, fitted_attribute, **kwargs):
+        """Check the fit and return a float64 copy of ``X`` safe to modify in place.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        fitted_attribute : str
+            Attribute that ``fit`` sets (for :func:`check_is_fitted`).
+        **kwargs
+            Further arguments of :func:`sklearn.utils.validation.validate_data`.
+
+        Returns
+        -------
+        ndarray or sparse matrix of shape (n_samples, n_features)
+        """
+        check_is_fitted(self, fitted_attribute)
+        return validate_data(
+            self, X, reset=False, dtype=np.float64, copy=True, **kwargs
+        )
 
     def _spend(self, plan):
         if isinstance(plan, NoOpDpEvent):

@@ -25,8 +25,12 @@ __all__ = [
     "bounds_event",
     "estimate_bounds",
     "saturate",
+    "BOUNDS_CONSTRAINT",
     "QUANTILE_RANGE",
 ]
+
+#: Parameter constraint of a transformer's ``bounds`` (``None``: estimate them).
+BOUNDS_CONSTRAINT = [tuple, list, "array-like", None]
 
 #: Public search range of the private bound quantiles, in ``asinh`` units:
 #: ``|x| <= 1e12``, cut into 2048 cells (relative resolution about 3%).

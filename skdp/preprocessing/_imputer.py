@@ -11,7 +11,7 @@ from sklearn.base import (
     _fit_context,
 )
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from ..privacy import (
     GaussianDpEvent,
@@ -20,7 +20,7 @@ from ..privacy import (
     gaussian_mechanism,
 )
 from ._base import PrivateTransformerMixin
-from ._bounds import check_bounds
+from ._bounds import BOUNDS_CONSTRAINT
 from ._moments import clipped_unit_values, moments_sensitivity
 
 __all__ = ["SimpleImputer", "private_observed_mean"]
@@ -145,7 +145,7 @@ class SimpleImputer(
         **PrivateTransformerMixin._privacy_parameter_constraints,
         "strategy": [StrOptions({"mean", "constant"})],
         "fill_value": [Real],
-        "bounds": [tuple, list, "array-like", None],
+        "bounds": BOUNDS_CONSTRAINT,
     }
 
     def __init__(
@@ -192,7 +192,7 @@ class SimpleImputer(
                 'strategy="mean" needs public bounds=(lower, upper) per column: '
                 'the private mean clips to them. Or use strategy="constant".'
             )
-        declared = None if self.bounds is None else check_bounds(self.bounds, d)
+        declared = self._declared_bounds(d)
         delta, rng = self._begin_private_fit(n)
         if self.strategy == "constant":
             plan, z = NoOpDpEvent(), 0.0
@@ -218,14 +218,8 @@ class SimpleImputer(
         -------
         ndarray of shape (n_samples, n_features)
         """
-        check_is_fitted(self, "statistics_")
-        X = validate_data(
-            self,
-            X,
-            reset=False,
-            dtype=np.float64,
-            ensure_all_finite="allow-nan",
-            copy=True,
+        X = self._validate_for_transform(
+            X, "statistics_", ensure_all_finite="allow-nan"
         )
         missing = np.isnan(X)
         X[missing] = np.broadcast_to(self.statistics_, X.shape)[missing]

@@ -9,13 +9,13 @@ from sklearn.base import (
     TransformerMixin,
     _fit_context,
 )
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from ..privacy import NoOpDpEvent
 from ._base import PrivateTransformerMixin
 from ._bounds import (
+    BOUNDS_CONSTRAINT,
     bounds_event,
-    check_bounds,
     estimate_bounds,
     quantile_epsilon,
     saturate,
@@ -103,7 +103,7 @@ class MinMaxScaler(
 
     _parameter_constraints = {
         **PrivateTransformerMixin._privacy_parameter_constraints,
-        "bounds": [tuple, list, "array-like", None],
+        "bounds": BOUNDS_CONSTRAINT,
         "feature_range": [tuple],
         "clip": ["boolean"],
     }
@@ -154,7 +154,7 @@ class MinMaxScaler(
             )
         X = validate_data(self, X, dtype=np.float64)
         n, d = X.shape
-        declared = None if self.bounds is None else check_bounds(self.bounds, d)
+        declared = self._declared_bounds(d)
         self.delta_, rng = self._begin_private_fit(n)
         if declared is not None:
             plan = NoOpDpEvent()
@@ -162,10 +162,10 @@ class MinMaxScaler(
             eps_q = quantile_epsilon(self.epsilon, 1.0, d)
             plan = self._plan_or_free(bounds_event(eps_q, d))
         self._spend(plan)  # before any data is read
-        if declared is not None:
-            lower, upper = declared
-        else:
-            lower, upper = estimate_bounds(X, eps_q, rng)
+        # inline: a helper frame would shift estimate_bounds' stacklevel=3 warning
+        lower, upper = (
+            declared if declared is not None else estimate_bounds(X, eps_q, rng)
+        )
         self.n_samples_seen_ = n
         self.data_min_, self.data_max_ = lower, upper
         self.data_range_ = upper - lower
@@ -185,8 +185,7 @@ class MinMaxScaler(
         -------
         ndarray of shape (n_samples, n_features)
         """
-        check_is_fitted(self, "n_samples_seen_")
-        X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
+        X = self._validate_for_transform(X, "n_samples_seen_")
         # Rows may be private (a Pipeline's fit transforms its training data):
         # an overflow on an extreme value must not warn (a warning that one
         # record triggers is a release); clipping then maps it to the end.
@@ -211,8 +210,7 @@ class MinMaxScaler(
         -------
         ndarray of shape (n_samples, n_features)
         """
-        check_is_fitted(self, "n_samples_seen_")
-        X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
+        X = self._validate_for_transform(X, "n_samples_seen_")
         with np.errstate(all="ignore"):
             X -= self.min_
             X /= self.scale_

@@ -11,7 +11,7 @@ from sklearn.base import (
     _fit_context,
 )
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from ..privacy import (
     ComposedDpEvent,
@@ -21,8 +21,8 @@ from ..privacy import (
 )
 from ._base import PrivateTransformerMixin
 from ._bounds import (
+    BOUNDS_CONSTRAINT,
     bounds_event,
-    check_bounds,
     estimate_bounds,
     quantile_epsilon,
     saturate,
@@ -158,7 +158,7 @@ class StandardScaler(
 
     _parameter_constraints = {
         **PrivateTransformerMixin._privacy_parameter_constraints,
-        "bounds": [tuple, list, "array-like", None],
+        "bounds": BOUNDS_CONSTRAINT,
         "with_mean": ["boolean"],
         "with_std": ["boolean"],
         "clip": ["boolean"],
@@ -233,7 +233,7 @@ class StandardScaler(
         X = validate_data(self, X, dtype=np.float64, accept_sparse=["csr", "csc"])
         _check_sparse_centring(X, self.with_mean)
         n, d = X.shape
-        declared = None if self.bounds is None else check_bounds(self.bounds, d)
+        declared = self._declared_bounds(d)
         delta, rng = self._begin_private_fit(n)
         plan, eps_q, z = self._plan(n, d, delta)
         self._spend(plan)  # before any data is read
@@ -243,10 +243,10 @@ class StandardScaler(
             self.bounds_ = declared
             self._record_privacy(plan)
             return self
-        if declared is not None:
-            lower, upper = declared
-        else:
-            lower, upper = estimate_bounds(X, eps_q, rng)
+        # inline: a helper frame would shift estimate_bounds' stacklevel=3 warning
+        lower, upper = (
+            declared if declared is not None else estimate_bounds(X, eps_q, rng)
+        )
         self.bounds_ = (lower, upper)
         mean, var, _ = private_moments(
             X, lower, upper, z, with_var=self.with_std, rng=rng
@@ -281,33 +281,7 @@ class StandardScaler(
         -------
         ndarray of shape (n_samples, n_features)
         """
-        check_is_fitted(self, "n_samples_seen_")
-        X = validate_data(
-            self,
-            X,
-            reset=False,
-            dtype=np.float64,
-            copy=True,
-            accept_sparse=["csr", "csc"],
-        )
-        if sp.issparse(X):
-            _check_sparse_centring(X, self.with_mean)
-            lower, upper = (None, None) if self.bounds_ is None else self.bounds_
-            return _scale_sparse(X, self.scale_, self.clip, lower, upper, inverse=False)
-        if self.clip and self.bounds_ is not None:
-            np.clip(X, *self.bounds_, out=X)
-        # Rows may be private (a Pipeline's fit transforms its training data):
-        # with clip=False an extreme value can overflow, and that must not
-        # warn (a warning that one record triggers is a release).
-        with np.errstate(all="ignore"):
-            if self.with_mean:
-                X -= self.mean_
-            if self.with_std:
-                X /= self.scale_
-        # An overflow to inf (clip=False) would make the next step raise on
-        # one record.
-        saturate(X)
-        return X
+        return self._scale(X, inverse=False)
 
     def inverse_transform(self, X):
         """Undo :meth:`transform`.
@@ -320,23 +294,38 @@ class StandardScaler(
         -------
         ndarray of shape (n_samples, n_features)
         """
-        check_is_fitted(self, "n_samples_seen_")
-        X = validate_data(
-            self,
-            X,
-            reset=False,
-            dtype=np.float64,
-            copy=True,
-            accept_sparse=["csr", "csc"],
+        return self._scale(X, inverse=True)
+
+    def _scale(self, X, *, inverse):
+        """Shared body of :meth:`transform` and :meth:`inverse_transform`."""
+        X = self._validate_for_transform(
+            X, "n_samples_seen_", accept_sparse=["csr", "csc"]
         )
+        # inverse_transform neither clips nor saturates (dense), as before
+        clip = self.clip and not inverse and self.bounds_ is not None
         if sp.issparse(X):
             _check_sparse_centring(X, self.with_mean)
-            return _scale_sparse(X, self.scale_, False, None, None, inverse=True)
+            lower, upper = self.bounds_ if clip else (None, None)
+            return _scale_sparse(X, self.scale_, clip, lower, upper, inverse=inverse)
+        if clip:
+            np.clip(X, *self.bounds_, out=X)
+        # Rows may be private (a Pipeline's fit transforms its training data):
+        # with clip=False an extreme value can overflow, and that must not
+        # warn (a warning that one record triggers is a release).
         with np.errstate(all="ignore"):
-            if self.with_std:
-                X *= self.scale_
+            if inverse:
+                if self.with_std:
+                    X *= self.scale_
+                if self.with_mean:
+                    X += self.mean_
+                return X
             if self.with_mean:
-                X += self.mean_
+                X -= self.mean_
+            if self.with_std:
+                X /= self.scale_
+        # An overflow to inf (clip=False) would make the next step raise on
+        # one record.
+        saturate(X)
         return X
 
 
