@@ -172,3 +172,10 @@ def test_unsupported_fits_reject_dask_before_spending(client):
     with pytest.raises(ValueError, match="public `feature_norm`"):
         _ridge(feature_norm=None, accountant=acc, delta=None).fit(Xd, yd)
     assert acc.ledger == []
+
+
+def test_non_finite_input_is_refused(client):
+    X, y = _data(n=1500)
+    X[1000, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        _ridge().fit(*_dask(X, y))

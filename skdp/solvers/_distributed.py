@@ -90,9 +90,9 @@ def _to_array(X):
 def as_dask_xy(X, y=None, n_features=None):
     """Validate dask input: float64 rows in one column chunk, ``y`` aligned.
 
-    The checks mirror :func:`sklearn.utils.validation.validate_data` on the
-    numpy path (shapes, and the same error on ``nan``/``inf``, which that
-    path raises too); the shape and the chunk sizes are public.
+    Only the public shape and chunk sizes are read here (no pass over the
+    data); ``nan``/``inf`` are detected in the same pass as the sums
+    (:func:`clipped_statistics`).
 
     Parameters
     ----------
@@ -130,13 +130,7 @@ def as_dask_xy(X, y=None, n_features=None):
         raise ValueError(
             f"X and y have different numbers of rows: {X.shape[0]} != {y.shape[0]}."
         )
-    y = y.rechunk((X.chunks[0],))
-    import dask
-
-    (finite,) = dask.compute(np.isfinite(X).all() & np.isfinite(y).all())
-    if not finite:
-        raise ValueError("Input X or y contains NaN or infinity.")
-    return X, y
+    return X, y.rechunk((X.chunks[0],))
 
 
 def _block_statistics(Xb, yb, labels, n_parts, feature_norm, target_bound, c):
@@ -146,6 +140,7 @@ def _block_statistics(Xb, yb, labels, n_parts, feature_norm, target_bound, c):
     to unit norm bound, clipped to 1 again; targets likewise with
     ``target_bound``.
     """
+    finite = bool(np.isfinite(Xb).all() and np.isfinite(yb).all())
     with np.errstate(all="ignore"):
         Xc = clip_rows(clip_rows(Xb, feature_norm) / feature_norm, 1.0)
         yc = clip_targets(clip_targets(yb, target_bound) / target_bound, 1.0)
@@ -156,7 +151,7 @@ def _block_statistics(Xb, yb, labels, n_parts, feature_norm, target_bound, c):
             m = slice(None) if labels is None else labels == k
             Z, t = Xc[m], yc[m]
             out.append((Z.T @ Z, Z.T @ t, float(t @ t), int(Z.shape[0])))
-    return out
+    return out, finite
 
 
 def clipped_statistics(
@@ -189,6 +184,12 @@ def clipped_statistics(
     -------
     list of RawStatistics
         One per part, without noise.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` or ``y`` holds ``nan`` or ``inf`` (as the numpy path's input
+        validation; found in the same pass as the sums).
     """
     import dask
     from dask import delayed
@@ -213,7 +214,12 @@ def clipped_statistics(
                 intercept_scaling,
             )
         )
-    blocks = dask.compute(*tasks)
+    results = dask.compute(*tasks)
+    if not all(finite for _, finite in results):
+        # the numpy path's validation error (here after the plan was charged,
+        # the conservative side); nothing is released
+        raise ValueError("Input X or y contains NaN or infinity.")
+    blocks = [b for b, _ in results]
     out = []
     for k in range(n_parts):
         gram = sum(b[k][0] for b in blocks)
