@@ -132,6 +132,7 @@ def main():
     ap.add_argument("--workers", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=None, help="results file name")
     ap.add_argument("--numpy-child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.numpy_child is not None:
@@ -148,10 +149,10 @@ def main():
             out = subprocess.run(cmd, capture_output=True, text=True, check=True)
             row["numpy"] = json.loads(out.stdout.strip().splitlines()[-1])
         for w in args.workers:
-            row[f"dask{w}"] = dask_fit(n, args.chunk, args.seed, w)
-        print(json.dumps({k: v for k, v in row.items()}, default=str)[:400], flush=True)
+            row[f"dask{w}"] = r = dask_fit(n, args.chunk, args.seed, w)
+            print(n, w, {k: v for k, v in r.items() if k != "coef"}, flush=True)
         rows.append(row)
-    _write(rows, args)
+        _write(rows, args)  # after every n: a partial run keeps its rows
 
 
 def _fmt(x, spec=".2f"):
@@ -193,10 +194,10 @@ def _write(rows, args):
                 f"| {r['driver_rss']:.2f} | {_fmt(diff, '.1e')} |"
             )
     name = "dask_scale_quick.md" if args.quick else "dask_scale.md"
+    name = args.out or name
     path = os.path.join(os.path.dirname(__file__), "results", name)
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
 
 
 if __name__ == "__main__":
