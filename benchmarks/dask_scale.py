@@ -11,9 +11,11 @@ the dask path never holds the whole table in one process. For each n:
   generating each chunk on a worker. A separate timed pass
   (``gen``: the sum of X) measures generation alone.
 
-Peak memory is the peak resident set size of each process (``ru_maxrss``):
-the numpy fit runs in a fresh subprocess, the dask workers are fresh per run
-(the driver's peak is reported separately). skdp is imported on the
+Peak memory is the peak resident set size of each process (Linux ``VmHWM``,
+reset before the timed part on the workers and the driver): the numpy fit
+runs in a fresh subprocess (its peak includes holding the data), the dask
+workers are fresh per run (the driver's peak is reported separately; it hosts
+the scheduler). skdp is imported on the
 workers before the timed part (as on a long-lived cluster). Both fits use the same
 ``random_state``; the models agree (max |coef difference| is reported).
 
@@ -58,7 +60,24 @@ def _block(seed, start, stop):
     return X, y
 
 
+def _reset_peak():
+    """Reset this process's peak RSS (Linux: VmHWM), so that the peak of a
+    worker is its own (``ru_maxrss`` is inherited from the spawning process)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:  # not Linux: the peak then includes the process start
+        pass
+
+
 def _rss_gb():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
@@ -107,6 +126,8 @@ def dask_fit(n, chunk, seed, workers):
         # a long-lived cluster has skdp imported already: not part of the fit
         client.run(importlib.import_module, "skdp.solvers._distributed")
         X, y = _dask_data(n, chunk, seed)
+        client.run(_reset_peak)
+        _reset_peak()
         t0 = time.perf_counter()
         X.sum().compute()
         gen = time.perf_counter() - t0
