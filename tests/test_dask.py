@@ -179,3 +179,20 @@ def test_non_finite_input_is_refused(client):
     X[1000, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         _ridge().fit(*_dask(X, y))
+
+
+def test_fit_never_gathers_rows_on_the_driver(client, monkeypatch):
+    """Converting the dask input to numpy on the driver would gather raw rows
+    (e.g. to hash the fit's inputs): the fit must only gather sums."""
+    X, y = _data(n=1500)
+    Xd, yd = _dask(X, y)
+
+    def gather(self, *args, **kwargs):
+        raise AssertionError("a dask input was converted to numpy on the driver")
+
+    monkeypatch.setattr(type(Xd), "__array__", gather)
+    with pytest.raises(AssertionError):
+        np.asarray(Xd)  # the guard is active
+    for tuning in ("bilevel", "risk_estimate"):
+        est = _ridge(tuning=tuning).fit(Xd, yd)
+        assert np.all(np.isfinite(est.coef_))
