@@ -222,6 +222,12 @@ def _fit_digest(estimator, values):
         if sp.issparse(value):
             value = value.tocsr()
             parts = [value.data, value.indices, value.indptr, np.asarray(value.shape)]
+        elif (type(value).__module__ or "").split(".")[0] in ("dask", "dask_expr"):
+            # a dask collection is never computed here (that would gather its
+            # rows on the driver): its deterministic graph token stands in
+            from dask.base import tokenize
+
+            parts = [np.frombuffer(tokenize(value).encode(), dtype=np.uint8)]
         else:
             try:
                 parts = [np.asarray(value)]

@@ -17,15 +17,28 @@ from ..privacy import (
     private_quantile_event,
     reachable_quantile_level,
 )
+from ..solvers._distributed import (
+    as_dask_xy,
+    clipped_statistics,
+    is_dask_collection,
+    lazy_decision,
+    reject_dask,
+)
 from ..solvers.bilevel_plan import gdp_budget
 from ..solvers.bilevel_ridge import (
     INNER_SOLVERS,
     BilevelRidgeSettings,
     bilevel_ridge,
+    bilevel_ridge_from_statistics,
     plan_bilevel_ridge,
 )
 from ..solvers.bilevel_ridge_gd import plan_ridge_gd, ridge_gd
-from ..solvers.bilevel_ridge_risk import plan_risk_estimate, risk_estimate_ridge
+from ..solvers.bilevel_ridge_risk import (
+    plan_risk_estimate,
+    release_exact,
+    risk_estimate_from_release,
+    risk_estimate_ridge,
+)
 from ..utils import clip_rows, clip_targets, safe_row_norms
 from ..utils._scale_checks import warn_if_unscaled
 
@@ -628,7 +641,10 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         self : BilevelRidge
         """
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        if is_dask_collection(X):
+            X, y = self._validate_dask(X, y)
+        else:
+            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         n, d = X.shape
         if n < 2:
             raise ValueError(
@@ -687,9 +703,24 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             )
         perm = rng.permutation(n)
         val_idx, train_idx = perm[:n_val], perm[n_val:]
-        Xn = clip_rows(X, feature_norm) / feature_norm
-        yn = clip_targets(y, target_bound) / target_bound
-        result = bilevel_ridge(Xn, yn, train_idx, val_idx, ridge_plan, rng)
+        if is_dask_collection(X):
+            # the same public split as labels; the sums are taken per chunk
+            labels = np.zeros(n, dtype=np.int8)
+            labels[val_idx] = 1
+            s = ridge_plan.settings
+            exact_tr, exact_va = clipped_statistics(
+                X,
+                y,
+                feature_norm,
+                target_bound,
+                s.intercept_scaling if s.fit_intercept else None,
+                labels=labels,
+            )
+            result = bilevel_ridge_from_statistics(exact_tr, exact_va, ridge_plan, rng)
+        else:
+            Xn = clip_rows(X, feature_norm) / feature_norm
+            yn = clip_targets(y, target_bound) / target_bound
+            result = bilevel_ridge(Xn, yn, train_idx, val_idx, ridge_plan, rng)
         self._record_privacy(plan)
         self._store_model(result, feature_norm, target_bound, ridge_plan.stds)
         self.alpha_path_ = result.alpha_path * feature_norm**2
@@ -751,9 +782,15 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         if self.feature_norm is None:
             # Same noise, penalty grid re-expressed with the private norm.
             risk_plan = self._risk_plan(n, d, mu, feature_norm)
-        Xn = clip_rows(X, feature_norm) / feature_norm
-        yn = clip_targets(y, target_bound) / target_bound
-        result = risk_estimate_ridge(Xn, yn, risk_plan, rng)
+        if is_dask_collection(X):
+            c = 1.0 if self.fit_intercept else None
+            (exact,) = clipped_statistics(X, y, feature_norm, target_bound, c)
+            raw = release_exact(exact, risk_plan, rng)
+            result = risk_estimate_from_release(raw, risk_plan, rng)
+        else:
+            Xn = clip_rows(X, feature_norm) / feature_norm
+            yn = clip_targets(y, target_bound) / target_bound
+            result = risk_estimate_ridge(Xn, yn, risk_plan, rng)
         self._record_privacy(plan)
         self._store_model(result, feature_norm, target_bound, risk_plan.stds)
         self.alpha_path_ = np.array([self.alpha_])
@@ -880,5 +917,27 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
+        if is_dask_collection(X):  # lazy, as dask-ml does
+            X, _ = as_dask_xy(X, n_features=self.n_features_in_)
+            return lazy_decision(X, self.coef_, self.intercept_)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         return X @ self.coef_ + self.intercept_
+
+    def _validate_dask(self, X, y):
+        """Dask input: the sufficient-statistics fit with public bounds only.
+
+        Checked before anything is spent or read. The private bound
+        estimates need all values in one process, so they are not offered.
+        """
+        if self.inner_solver != "sufficient_statistics":
+            reject_dask(X, f"BilevelRidge(inner_solver={self.inner_solver!r})")
+        if self.feature_norm is None or self.target_bound is None:
+            raise ValueError(
+                "BilevelRidge on dask input needs public `feature_norm` and "
+                "`target_bound`: the private bound estimates are not distributed."
+            )
+        X, y = as_dask_xy(X, y)
+        self.n_features_in_ = int(X.shape[1])
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        return X, y

@@ -26,6 +26,7 @@ from ..privacy import (
     gdp_mu,
     private_row_mean,
 )
+from ..solvers._distributed import reject_dask
 from ..solvers.heavy_tailed_bounds import (
     DEFAULT_TARGET,
     scales_needed,
@@ -850,6 +851,7 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
         -------
         self : HeavyTailedLinearRegression
         """
+        reject_dask(X, type(self).__name__)
         X, y = validate_data(
             self,
             X,
@@ -1055,6 +1057,7 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
         -------
         self : HeavyTailedLogisticRegression
         """
+        reject_dask(X, type(self).__name__)
         X, y = validate_data(
             self, X, y, dtype=[np.float64, np.float32], accept_sparse=["csr", "csc"]
         )

@@ -93,6 +93,7 @@ __all__ = [
     "BilevelRidgeResult",
     "plan_bilevel_ridge",
     "bilevel_ridge",
+    "bilevel_ridge_from_statistics",
     "final_penalty_factor",
     "gram_noise_ratio",
     "pooled_noise_variances",
@@ -609,9 +610,40 @@ def validation_objective(train, val, plan):
 def _fit_statistics(Xt, yt, Xv, yv, plan, rng):
     s = plan.settings
     c = s.intercept_scaling if s.fit_intercept else None
+    return bilevel_ridge_from_statistics(
+        exact_statistics(Xt, yt, c),
+        exact_statistics(Xv, yv, c),
+        plan,
+        rng,
+        exact_all=lambda: exact_statistics(np.vstack([Xt, Xv]), np.r_[yt, yv], c),
+    )
+
+
+def bilevel_ridge_from_statistics(exact_tr, exact_va, plan, rng, exact_all=None):
+    """``inner_solver="sufficient_statistics"`` from the pre-noise sums.
+
+    The data enter only through the exact statistics of the clipped rows of
+    the two parts (computed in one process or summed over dask chunks, see
+    :mod:`._distributed`); every noise draw and everything after is the same.
+
+    Parameters
+    ----------
+    exact_tr, exact_va : RawStatistics
+        Noise-free statistics of the clipped training and validation rows.
+    plan : BilevelRidgePlan
+    rng : numpy.random.Generator
+    exact_all : callable, optional
+        Returns the statistics of all rows (for the refit); default
+        ``exact_tr + exact_va``.
+
+    Returns
+    -------
+    BilevelRidgeResult
+    """
+    s = plan.settings
     release = release_shared_gram if s.shared_gram else release_statistics
     raw_tr, raw_va = release(
-        [exact_statistics(Xt, yt, c), exact_statistics(Xv, yv, c)],
+        [exact_tr, exact_va],
         gram_std=plan.stds.get("gram", 0.0),
         moment_std=plan.stds.get("moment", 0.0),
         correlation=plan.stds.get("correlation", 0.0),
@@ -657,7 +689,7 @@ def _fit_statistics(Xt, yt, Xv, yv, plan, rng):
     v_gram, v_moment = pooled_noise_variances(plan)
     if s.refit_share > 0:
         (raw_all,) = release_statistics(
-            [exact_statistics(np.vstack([Xt, Xv]), np.r_[yt, yv], c)],
+            [exact_all() if exact_all is not None else exact_tr + exact_va],
             gram_std=plan.stds.get("refit_gram", 0.0),
             moment_std=plan.stds.get("refit_moment", 0.0),
             rng=rng,

@@ -63,6 +63,8 @@ __all__ = [
     "RiskEstimatePlan",
     "plan_risk_estimate",
     "release_all_rows",
+    "release_exact",
+    "risk_estimate_from_release",
     "risk_path",
     "risk_estimate_ridge",
 ]
@@ -350,8 +352,25 @@ def release_all_rows(X, y, plan, rng):
     """
     X = clip_rows(np.asarray(X, dtype=float), 1.0)
     y = clip_targets(np.asarray(y, dtype=float), 1.0)
+    return release_exact(exact_statistics(X, y, _intercept_scaling(plan)), plan, rng)
+
+
+def release_exact(exact, plan, rng):
+    """Add the plan's noise to the exact statistics of all clipped rows.
+
+    Parameters
+    ----------
+    exact : RawStatistics
+        Noise-free statistics (one process, or summed over dask chunks).
+    plan : RiskEstimatePlan
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    RawStatistics
+    """
     (raw,) = release_statistics(
-        [exact_statistics(X, y, _intercept_scaling(plan))],
+        [exact],
         gram_std=plan.stds["gram"],
         moment_std=plan.stds["moment"],
         target_sq_std=plan.stds["target_sq"],
@@ -387,7 +406,23 @@ def risk_estimate_ridge(X, y, plan, rng):
     >>> bool(np.allclose(res.coef, [1.0, -1.0, 0.5], atol=0.05))
     True
     """
-    raw = release_all_rows(X, y, plan, rng)
+    return risk_estimate_from_release(release_all_rows(X, y, plan, rng), plan, rng)
+
+
+def risk_estimate_from_release(raw, plan, rng):
+    """Pick the penalty on Cp from the released statistics (post-processing).
+
+    Parameters
+    ----------
+    raw : RawStatistics
+        From :func:`release_all_rows` or :func:`release_exact`.
+    plan : RiskEstimatePlan
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    RiskEstimateResult
+    """
     stats = raw.centered()
     noise_var = _noise_variance(raw, stats, plan.stds["gram"])
     gram_var, moment_var = plan.stds["gram"] ** 2, plan.stds["moment"] ** 2

@@ -1,0 +1,201 @@
+"""Private fits on dask input, on a local 2-process cluster (loopback only).
+
+The dask path only distributes the exact sums of clipped rows; the plan, the
+accountant and every noise draw are the numpy path's, so the same data and
+the same ``random_state`` give the same model (up to the order in which the
+partial sums are added) and the same ``privacy_spent_``.
+"""
+
+import numpy as np
+import pytest
+
+from skdp import (
+    BilevelRidge,
+    HeavyTailedLinearRegression,
+    HeavyTailedLogisticRegression,
+)
+from skdp.privacy import PrivacyAccountant
+from skdp.solvers._distributed import clipped_statistics
+from skdp.solvers.bilevel_ridge_stats import (
+    exact_statistics,
+    gram_sensitivity,
+    moment_sensitivity,
+)
+from skdp.utils import clip_rows, clip_targets
+
+distributed = pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+
+CHUNKS = 700  # uneven last chunk on purpose
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        processes=True,
+        threads_per_worker=1,
+        host="127.0.0.1",
+        dashboard_address=None,
+    )
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+def _data(n=3000, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_t(4, size=(n, d))
+    y = X @ np.linspace(1.0, -1.0, d) + 0.5 + rng.normal(size=n)
+    return X, y
+
+
+def _dask(X, y):
+    return da.from_array(X, chunks=(CHUNKS, -1)), da.from_array(y, chunks=CHUNKS)
+
+
+def _ridge(**kw):
+    params = dict(
+        inner_solver="sufficient_statistics",
+        feature_norm=3.0,
+        target_bound=5.0,
+        epsilon=1.0,
+        delta=1e-6,
+        max_iter=20,
+        random_state=3,
+    )
+    params.update(kw)
+    return BilevelRidge(**params)
+
+
+def _assert_same_model(a, b):
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(a.intercept_, b.intercept_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(a.alpha_, b.alpha_, rtol=1e-7)
+    assert a.privacy_spent_ == b.privacy_spent_
+    assert a.n_features_in_ == b.n_features_in_
+
+
+@pytest.mark.parametrize("tuning", ["bilevel", "risk_estimate"])
+@pytest.mark.parametrize("epsilon", [1.0, np.inf])
+def test_bilevel_ridge_dask_matches_numpy(client, tuning, epsilon):
+    X, y = _data()
+    est_np = _ridge(tuning=tuning, epsilon=epsilon).fit(X, y)
+    est_dk = _ridge(tuning=tuning, epsilon=epsilon).fit(*_dask(X, y))
+    _assert_same_model(est_np, est_dk)
+    if np.isfinite(epsilon):
+        # the noise matters: another seed gives another model
+        other = _ridge(tuning=tuning, random_state=4).fit(*_dask(X, y))
+        assert not np.allclose(other.coef_, est_dk.coef_)
+
+
+def test_bilevel_ridge_dask_refit_and_no_intercept(client):
+    X, y = _data(seed=1)
+    kw = dict(refit_share=0.3, fit_intercept=False)
+    _assert_same_model(_ridge(**kw).fit(X, y), _ridge(**kw).fit(*_dask(X, y)))
+
+
+def test_dask_dataframe_input(client):
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    X, y = _data(seed=2)
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    ddf = dd.from_pandas(frame, npartitions=3)
+    dy = dd.from_pandas(pd.Series(y), npartitions=3)
+    _assert_same_model(_ridge().fit(X, y), _ridge().fit(ddf, dy))
+
+
+def test_predict_on_dask_is_lazy(client):
+    X, y = _data()
+    Xd, yd = _dask(X, y)
+    est = _ridge().fit(Xd, yd)
+    pred = est.predict(Xd)
+    assert isinstance(pred, da.Array)
+    np.testing.assert_allclose(pred.compute(), est.predict(X), rtol=1e-12)
+
+
+def test_shared_accountant_counts_dask_and_numpy_fits(client):
+    X, y = _data()
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    _ridge(accountant=acc, delta=None).fit(*_dask(X, y))
+    assert len(acc.ledger) == 1
+    one = acc.spent_epsilon
+    _ridge(accountant=acc, delta=None).fit(X, y)
+    assert len(acc.ledger) == 2
+    assert acc.spent_epsilon > one * 1.2  # both fits are composed
+
+
+def test_gathered_clipped_sums_move_by_at_most_sensitivity(client):
+    """Coupled run: replace one record by an extreme one; the gathered
+    pre-noise sums move by at most their sensitivities, nearly attained."""
+    X, y = _data(n=2000, d=3)
+    A, B, c = 2.0, 3.0, 1.0
+    X2, y2 = X.copy(), y.copy()
+    # record 1234 (in the second chunk): a row of norm A along e0 with y = B,
+    # replaced by 100x a row along e1 with y = -100 B (clipped on the worker)
+    X[1234], y[1234] = [A, 0.0, 0.0], B
+    X2[1234], y2[1234] = [0.0, 100 * A, 0.0], -100 * B
+    (s1,) = clipped_statistics(*_dask(X, y), A, B, c)
+    (s2,) = clipped_statistics(*_dask(X2, y2), A, B, c)
+    assert s1.n_samples == s2.n_samples == 2000
+    dg = np.triu(s1.gram - s2.gram)
+    dg[-1, -1] = 0.0  # public corner n c**2
+    gram_move, gram_sens = np.linalg.norm(dg), gram_sensitivity(1.0, c)
+    mom_move, mom_sens = (
+        np.linalg.norm(s1.moment - s2.moment),
+        moment_sensitivity(1.0, 1.0, c),
+    )
+    assert gram_move <= gram_sens * (1 + 1e-12)
+    assert mom_move <= mom_sens * (1 + 1e-12)
+    assert gram_move >= 0.9 * gram_sens
+    assert mom_move >= 0.85 * mom_sens
+    assert abs(s1.target_sq - s2.target_sq) <= 1.0 + 1e-12  # B**2 in units of B
+    # and the gathered sums are the one-process sums of the clipped rows
+    ref = exact_statistics(
+        clip_rows(X, A) / A, clip_targets(y, B) / B, intercept_scaling=c
+    )
+    np.testing.assert_allclose(s1.gram, ref.gram, rtol=1e-12)
+    np.testing.assert_allclose(s1.moment, ref.moment, rtol=1e-12)
+
+
+def test_unsupported_fits_reject_dask_before_spending(client):
+    X, y = _data(n=500)
+    Xd, yd = _dask(X, y)
+    for est in (
+        HeavyTailedLinearRegression(epsilon=1.0, delta=1e-6),
+        HeavyTailedLogisticRegression(epsilon=1.0, delta=1e-6),
+        _ridge(inner_solver="gd"),
+    ):
+        with pytest.raises(TypeError, match="sufficient_statistics"):
+            est.fit(Xd, yd > 0 if "Logistic" in type(est).__name__ else yd)
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    with pytest.raises(ValueError, match="public `feature_norm`"):
+        _ridge(feature_norm=None, accountant=acc, delta=None).fit(Xd, yd)
+    assert acc.ledger == []
+
+
+def test_non_finite_input_is_refused(client):
+    X, y = _data(n=1500)
+    X[1000, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        _ridge().fit(*_dask(X, y))
+
+
+def test_fit_never_gathers_rows_on_the_driver(client, monkeypatch):
+    """Converting the dask input to numpy on the driver would gather raw rows
+    (e.g. to hash the fit's inputs): the fit must only gather sums."""
+    X, y = _data(n=1500)
+    Xd, yd = _dask(X, y)
+
+    class Gathered(BaseException):  # not swallowed by `except Exception`
+        pass
+
+    def gather(self, *args, **kwargs):
+        raise Gathered("a dask input was converted to numpy on the driver")
+
+    monkeypatch.setattr(type(Xd), "__array__", gather)
+    with pytest.raises(Gathered):
+        np.asarray(Xd)  # the guard is active
+    for tuning in ("bilevel", "risk_estimate"):
+        est = _ridge(tuning=tuning).fit(Xd, yd)
+        assert np.all(np.isfinite(est.coef_))
