@@ -185,6 +185,40 @@ def _scales(X, norms, plan, rng, truncation):
     return float(s), T
 
 
+def _design(X, labels, plan, rng, truncation, fit_intercept, scaled_intercept):
+    """Release the scales, append the intercept column and zero truncated norms.
+
+    Shared by the multinomial and one-vs-rest runs (same draws, same order).
+
+    Returns
+    -------
+    X, labels, norms_t, s, T, value
+        Rows (with the intercept column), labels, the norms of kept rows (0 for
+        truncated ones), the feature scale, the truncation level and the
+        intercept column's value (``None`` without intercept).
+    """
+    X = as_float_rows(X)
+    labels = np.asarray(labels, dtype=np.int64)
+    norms = row_norms(X)
+    needed = int(truncation is None and not plan.default_scales) + int(
+        plan.feature_scale
+    )
+    if not plan.default_scales and plan.n_scales != needed:
+        raise ValueError(
+            "The plan does not pay for the scale quantiles this run needs."
+        )
+    s, T = _scales(X, norms, plan, rng, truncation)
+    keep = norms <= T
+    value = None
+    if fit_intercept:
+        value = s if scaled_intercept else 1.0
+        X = append_constant_column(X, value)
+        with np.errstate(all="ignore"):
+            norms = np.hypot(norms, value)
+    norms_t = np.where(keep, norms, 0.0)
+    return X, labels, norms_t, s, T, value
+
+
 def multinomial_dp_gd(
     X,
     labels,
@@ -253,27 +287,11 @@ def multinomial_dp_gd(
     >>> bool(np.mean(pred == y) > 0.9)
     True
     """
-    X = as_float_rows(X)
-    labels = np.asarray(labels, dtype=np.int64)
     n, d_feat = X.shape
     K = int(n_classes)
-    norms = row_norms(X)
-    needed = int(truncation is None and not plan.default_scales) + int(
-        plan.feature_scale
+    X, labels, norms_t, s, T, value = _design(
+        X, labels, plan, rng, truncation, fit_intercept, scaled_intercept
     )
-    if not plan.default_scales and plan.n_scales != needed:
-        raise ValueError(
-            "The plan does not pay for the scale quantiles this run needs."
-        )
-    s, T = _scales(X, norms, plan, rng, truncation)
-    keep = norms <= T
-    value = None
-    if fit_intercept:
-        value = s if scaled_intercept else 1.0
-        X = append_constant_column(X, value)
-        with np.errstate(all="ignore"):
-            norms = np.hypot(norms, value)
-    norms_t = np.where(keep, norms, 0.0)
     d = X.shape[1]
     ceiling = math.sqrt(2.0) * (math.hypot(T, value) if value is not None else T)
     gd = plan.gd
@@ -494,25 +512,9 @@ def ovr_dp_gd(
     >>> bool(np.mean(np.argmax(np.c_[X, np.ones(3000)] @ W, axis=1) == y) > 0.8)
     True
     """
-    X = as_float_rows(X)
-    labels = np.asarray(labels, dtype=np.int64)
-    norms = row_norms(X)
-    needed = int(truncation is None and not plan.default_scales) + int(
-        plan.feature_scale
+    X, labels, norms_t, s, T, value = _design(
+        X, labels, plan, rng, truncation, fit_intercept, scaled_intercept
     )
-    if not plan.default_scales and plan.n_scales != needed:
-        raise ValueError(
-            "The plan does not pay for the scale quantiles this run needs."
-        )
-    s, T = _scales(X, norms, plan, rng, truncation)
-    keep = norms <= T
-    value = None
-    if fit_intercept:
-        value = s if scaled_intercept else 1.0
-        X = append_constant_column(X, value)
-        with np.errstate(all="ignore"):
-            norms = np.hypot(norms, value)
-    norms_t = np.where(keep, norms, 0.0)
     ceiling = math.hypot(T, value) if value is not None else T
     clip_range = None
     if clip is None:
