@@ -39,7 +39,7 @@ import numpy as np
 
 from skdp.losses import SquaredLoss
 from skdp.privacy import gdp_mu
-from skdp.solvers.heavy_tailed_kernels import clipped_gradient_sum
+from skdp.solvers.heavy_tailed.kernels import clipped_gradient_sum
 
 CLIPS = (0.1, 1.0, 10.0)
 STEP_GRID = (0.03, 0.1, 0.3, 1.0)

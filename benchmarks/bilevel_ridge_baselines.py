@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from skdp.privacy import gdp_mu
-from skdp.solvers.bilevel_ridge_stats import (
+from skdp.solvers.bilevel.ridge.stats import (
     exact_statistics,
     gram_sensitivity,
     moment_sensitivity,

@@ -44,19 +44,19 @@ from bilevel_ridge_baselines import ssp_ridge  # noqa: E402
 from bilevel_ridge_selection_harness import rprop  # noqa: E402
 
 from skdp.privacy import gdp_mu  # noqa: E402
-from skdp.solvers.bilevel_plan import gdp_budget  # noqa: E402
-from skdp.solvers.bilevel_ridge import (  # noqa: E402
+from skdp.solvers.bilevel.plan import gdp_budget  # noqa: E402
+from skdp.solvers.bilevel.ridge.stats import (  # noqa: E402
+    exact_statistics,
+    release_shared_gram,
+    release_statistics,
+)
+from skdp.solvers.bilevel.ridge.tuning import (  # noqa: E402
     BilevelRidgeSettings,
     final_penalty_factor,
     plan_bilevel_ridge,
     pooled_noise_variances,
     signal_found,
     validation_objective,
-)
-from skdp.solvers.bilevel_ridge_stats import (  # noqa: E402
-    exact_statistics,
-    release_shared_gram,
-    release_statistics,
 )
 from skdp.utils import clip_rows, clip_targets  # noqa: E402
 

@@ -23,12 +23,12 @@ import numpy as np
 
 from skdp import BilevelRidge, HeavyTailedLinearRegression
 from skdp.privacy import gdp_mu
-from skdp.solvers.bilevel_ridge import (
+from skdp.solvers.bilevel.ridge.output import output_sensitivities
+from skdp.solvers.bilevel.ridge.tuning import (
     BilevelRidgeSettings,
     loc_gd_clip,
     plan_bilevel_ridge,
 )
-from skdp.solvers.bilevel_ridge_output import output_sensitivities
 
 RESULTS = Path(__file__).resolve().parent / "results"
 N, D, EPS = 10_000, 20, 1.0

@@ -9,7 +9,7 @@ rows is a noisy guide. ``tuning="risk_estimate"`` needs neither: all rows
 release their statistics once (the oracle's own mechanism, with 1% of the
 budget for ``y^T y``), so the best penalty for its release is about the
 oracle's, and the penalty minimizes Mallows' Cp of the released ridge path,
-corrected for the privacy noise (:mod:`skdp.solvers.bilevel_ridge_risk`). It
+corrected for the privacy noise (:mod:`skdp.solvers.bilevel.ridge.risk`). It
 is not the paper's algorithm, and it relies on a linear model with
 homoscedastic noise, which a held-out loss does not; ``load_diabetes`` (real
 data, 248 training rows) is the check on that.

@@ -23,19 +23,19 @@ from bilevel_ridge import GRID_UNITS, SNRS, excess, synthetic  # noqa: E402
 from bilevel_ridge_baselines import ssp_ridge  # noqa: E402
 
 from skdp.privacy import gdp_mu  # noqa: E402
-from skdp.solvers.bilevel import bilevel_outer_loop  # noqa: E402
-from skdp.solvers.bilevel_plan import gdp_budget  # noqa: E402
-from skdp.solvers.bilevel_ridge import (  # noqa: E402
+from skdp.solvers.bilevel.hypergradient import bilevel_outer_loop  # noqa: E402
+from skdp.solvers.bilevel.plan import gdp_budget  # noqa: E402
+from skdp.solvers.bilevel.ridge.stats import (  # noqa: E402
+    exact_statistics,
+    release_statistics,
+)
+from skdp.solvers.bilevel.ridge.tuning import (  # noqa: E402
     BilevelRidgeSettings,
     default_penalty,
     plan_bilevel_ridge,
     validation_objective,
 )
-from skdp.solvers.bilevel_ridge_stats import (  # noqa: E402
-    exact_statistics,
-    release_statistics,
-)
-from skdp.solvers.bilevel_ridge_validation import (  # noqa: E402
+from skdp.solvers.bilevel.ridge.validation import (  # noqa: E402
     ValidationNoise,
     ValidationObjective,
 )

@@ -55,7 +55,7 @@ from sklearn.linear_model import LinearRegression, RidgeCV
 
 from skdp import BilevelRidge, HeavyTailedLinearRegression
 from skdp.privacy import gdp_mu
-from skdp.solvers.bilevel_ridge_gd import plan_ridge_gd, ridge_gd
+from skdp.solvers.bilevel.ridge.gd import plan_ridge_gd, ridge_gd
 
 RESULTS = Path(__file__).resolve().parent / "results"
 EPSILONS = (0.5, 1.0, 2.0, 5.0)

@@ -49,8 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from skdp import HeavyTailedLinearRegression, HeavyTailedLogisticRegression  # noqa: E402
 from skdp.losses import LogisticLoss, SquaredLoss  # noqa: E402
 from skdp.privacy import calibrate_gaussian, gaussian_noise, gdp_mu  # noqa: E402
-from skdp.solvers.heavy_tailed_kernels import clipped_gradient_sum  # noqa: E402
-from skdp.solvers.heavy_tailed_onepass import (  # noqa: E402
+from skdp.solvers.heavy_tailed.kernels import clipped_gradient_sum  # noqa: E402
+from skdp.solvers.heavy_tailed.onepass import (  # noqa: E402
     STEP_DECAY,
     make_onepass_plan,
     onepass_clipped_dp_sgd,
@@ -594,7 +594,7 @@ def scales_report(scales, reps):
             "non-zero entries, over that of a standard Gaussian vector: one more "
             "10-count scale quantile, 1% of the budget); clip and truncation levels "
             "are private quantiles and scale by themselves. "
-            if importlib.util.find_spec("skdp.solvers.heavy_tailed_units")
+            if importlib.util.find_spec("skdp.solvers.heavy_tailed.units")
             else "This version of skdp has no feature-scale rule (defaults tuned for "
             "unit variance). "
         )

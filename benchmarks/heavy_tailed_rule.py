@@ -6,7 +6,7 @@ Run ``PYTHONPATH=. nice -n 10 python benchmarks/heavy_tailed_rule.py
 Each configuration fits ``HeavyTailedLinearRegression(epsilon=1,
 delta=min(1e-6, 1/n**2), max_iter=T)`` with the clip target
 ``p = min(0.7, max(floor, scale z sqrt(d) / n))``
-(:class:`skdp.solvers.heavy_tailed_bounds.QuantileTarget`, public constants,
+(:class:`skdp.solvers.heavy_tailed.bounds.QuantileTarget`, public constants,
 patched into the known-Lipschitz plan) on the tasks of
 ``benchmarks/heavy_tailed_steps.py``; the hindsight-best fixed-clip DP-GD of
 ``benchmarks/_baselines.py`` runs in the same process on the same draws, and
@@ -25,7 +25,7 @@ from bilevel_ridge_vs_baselines import diabetes_task, gaussian_task, heavy_task
 
 import skdp.linear_model._heavy_tailed as ht
 from skdp import BilevelRidge, HeavyTailedLinearRegression
-from skdp.solvers.heavy_tailed_bounds import QuantileTarget
+from skdp.solvers.heavy_tailed.bounds import QuantileTarget
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -11,7 +11,7 @@ scale rule pays the scales from up to half the budget), the same with
 scale rule), with ``max_iter=100`` (the steps of the pinned DP-GD baseline), and the same
 machinery with 100 steps and the gd ridge solver's clip target (``p = min(0.7,
 60 z sqrt(d) / n)`` instead of ``6 z sqrt(d) / n``; ``ridge_gd`` at penalty 0,
-:data:`skdp.solvers.bilevel_ridge_gd.CLIP_TARGET`), against the
+:data:`skdp.solvers.bilevel.ridge.gd.CLIP_TARGET`), against the
 hindsight-best fixed-clip DP-GD of ``benchmarks/_baselines.py`` (100 steps,
 clips 0.1, 1, 10 in data units, steps tuned on an independent replicate), at
 ``epsilon = 1``, ``delta = min(1e-6, 1/n**2)``: the large-n heavy-tailed task
@@ -31,7 +31,7 @@ from bilevel_ridge_vs_baselines import diabetes_task, gaussian_task, heavy_task
 
 from skdp import HeavyTailedLinearRegression
 from skdp.privacy import gdp_mu
-from skdp.solvers.bilevel_ridge_gd import plan_ridge_gd, ridge_gd
+from skdp.solvers.bilevel.ridge.gd import plan_ridge_gd, ridge_gd
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -58,7 +58,7 @@ from sklearn.linear_model import LogisticRegression
 from skdp import HeavyTailedLogisticRegression, MinimaxFairClassifier
 from skdp.fairness import worst_group_accuracy, worst_group_loss
 from skdp.privacy import calibrate_gaussian, certify_epsilon, gaussian_steps
-from skdp.solvers.group_dro import GroupDROLogistic
+from skdp.solvers.saddle_point.group_dro import GroupDROLogistic
 from skdp.utils import clip_rows
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")

@@ -46,8 +46,8 @@ from sklearn.model_selection import train_test_split
 from skdp import HeavyTailedLinearRegression, HeavyTailedLogisticRegression
 from skdp.losses import LogisticLoss
 from skdp.privacy import calibrate_gaussian, gaussian_noise
-from skdp.solvers.heavy_tailed_kernels import clipped_gradient_sum
-from skdp.solvers.multinomial import clipped_multinomial_gradient_sum
+from skdp.solvers.heavy_tailed.kernels import clipped_gradient_sum
+from skdp.solvers.heavy_tailed.multinomial import clipped_multinomial_gradient_sum
 from skdp.utils import safe_row_norms
 
 RESULTS = Path(__file__).resolve().parent / "results"

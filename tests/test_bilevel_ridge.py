@@ -8,8 +8,22 @@ from sklearn.linear_model import Ridge
 
 from skdp import BilevelRidge, BudgetExceededError, PrivacyAccountant
 from skdp.privacy import GaussianDpEvent, certify_epsilon
-from skdp.solvers.bilevel_plan import gdp_budget
-from skdp.solvers.bilevel_ridge import (
+from skdp.solvers.bilevel.plan import gdp_budget
+from skdp.solvers.bilevel.ridge.output import (
+    output_sensitivities,
+    perturbed_ridge,
+    ridge_ball_radius,
+    shrink_noisy,
+)
+from skdp.solvers.bilevel.ridge.signal import signal_test
+from skdp.solvers.bilevel.ridge.stats import (
+    exact_statistics,
+    gram_sensitivity,
+    moment_sensitivity,
+    release_shared_gram,
+    release_statistics,
+)
+from skdp.solvers.bilevel.ridge.tuning import (
     MAX_GRAM_NOISE_RATIO,
     BilevelRidgeSettings,
     bilevel_ridge,
@@ -18,21 +32,7 @@ from skdp.solvers.bilevel_ridge import (
     plan_bilevel_ridge,
     validation_objective,
 )
-from skdp.solvers.bilevel_ridge_output import (
-    output_sensitivities,
-    perturbed_ridge,
-    ridge_ball_radius,
-    shrink_noisy,
-)
-from skdp.solvers.bilevel_ridge_signal import signal_test
-from skdp.solvers.bilevel_ridge_stats import (
-    exact_statistics,
-    gram_sensitivity,
-    moment_sensitivity,
-    release_shared_gram,
-    release_statistics,
-)
-from skdp.solvers.bilevel_ridge_validation import (
+from skdp.solvers.bilevel.ridge.validation import (
     ValidationNoise,
     ValidationObjective,
     validation_loss,
@@ -407,7 +407,7 @@ def test_shared_gram_plan_composes_to_the_request():
 def test_statistics_solve_is_sklearn_ridge():
     X, y, _ = linear_data(300, 4)
     stats = exact_statistics(X, y, 1.0)
-    from skdp.solvers.bilevel_ridge_stats import RawStatistics
+    from skdp.solvers.bilevel.ridge.stats import RawStatistics
 
     assert isinstance(stats, RawStatistics)
     coef, intercept = stats.centered().solve(7.0)
@@ -912,7 +912,7 @@ def test_one_given_end_of_the_range_with_private_bounds():
 def test_centering_release_sensitivity_coupled():
     """Private training means of the iterative solvers: (sum x, sum y) of
     normalized rows moves by at most 2 sqrt(2), attained by opposite records."""
-    from skdp.solvers.bilevel_ridge import _centering
+    from skdp.solvers.bilevel.ridge.tuning import _centering
 
     rng = np.random.default_rng(8)
     X = rng.normal(size=(20, 3))

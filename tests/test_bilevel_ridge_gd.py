@@ -12,9 +12,9 @@ from skdp import BilevelRidge
 from skdp.linear_model import _bilevel_ridge as bilevel_module
 from skdp.losses import SquaredLoss
 from skdp.privacy import certify_epsilon, gdp_delta, gdp_mu, gdp_mu_of
-from skdp.solvers import bilevel_ridge_gd as rgd
-from skdp.solvers import heavy_tailed_bounds as bounds
-from skdp.solvers import heavy_tailed_gd as gd
+from skdp.solvers.bilevel.ridge import gd as rgd
+from skdp.solvers.heavy_tailed import bounds as bounds
+from skdp.solvers.heavy_tailed import gd as gd
 
 
 def _linear(rng, n, d, noise=0.5, offset=3.0):

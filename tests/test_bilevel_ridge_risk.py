@@ -8,14 +8,14 @@ from sklearn.linear_model import Ridge
 
 from skdp import BilevelRidge
 from skdp.privacy import certify_epsilon, gdp_epsilon
-from skdp.solvers.bilevel_plan import gdp_budget
-from skdp.solvers.bilevel_ridge_risk import (
+from skdp.solvers.bilevel.plan import gdp_budget
+from skdp.solvers.bilevel.ridge.risk import (
     plan_risk_estimate,
     release_all_rows,
     risk_estimate_ridge,
     risk_path,
 )
-from skdp.solvers.bilevel_ridge_stats import (
+from skdp.solvers.bilevel.ridge.stats import (
     exact_statistics,
     gram_sensitivity,
     moment_sensitivity,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from skdp.privacy import certify_epsilon, gaussian_noise
-from skdp.solvers.bilevel import (
+from skdp.solvers.bilevel.hypergradient import (
     FULL_BATCH,
     BilevelOracles,
     InnerSettings,
@@ -15,8 +15,8 @@ from skdp.solvers.bilevel import (
     outer_statistic,
     penalized_statistic,
 )
-from skdp.solvers.bilevel_inner import localization_radii, localized_noisy_gd
-from skdp.solvers.bilevel_plan import (
+from skdp.solvers.bilevel.inner import localization_radii, localized_noisy_gd
+from skdp.solvers.bilevel.plan import (
     BilevelDesign,
     bilevel_sensitivities,
     calibrate_bilevel_noise,
@@ -129,7 +129,7 @@ def test_example1_poisson_minibatch(xi):
 def test_without_replacement_minibatch_event():
     """Fixed-size batches without replacement are accounted for in RDP."""
     from skdp.privacy import SampledWithoutReplacementDpEvent
-    from skdp.solvers.bilevel_plan import bilevel_event
+    from skdp.solvers.bilevel.plan import bilevel_event
 
     design = BilevelDesign(
         2000,
@@ -211,7 +211,7 @@ def test_g_independent_of_x_is_dp_gd_on_f():
 
 
 def test_output_rule_is_smallest_step():
-    from skdp.solvers.bilevel import bilevel_outer_loop
+    from skdp.solvers.bilevel.hypergradient import bilevel_outer_loop
 
     grads = iter([3.0, -1.0, 0.1, 2.0])
     res = bilevel_outer_loop(
@@ -232,7 +232,7 @@ def test_rprop_step_reaches_the_minimizer_where_adagrad_stalls():
     the way, AdaGrad-norm's steps collapse after the first huge gradients,
     the sign-based rule reaches u* = log(3) / 3 and the smallest step is
     taken there."""
-    from skdp.solvers.bilevel import bilevel_outer_loop
+    from skdp.solvers.bilevel.hypergradient import bilevel_outer_loop
 
     def run(rule):
         return bilevel_outer_loop(

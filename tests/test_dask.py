@@ -16,7 +16,7 @@ from skdp import (
 )
 from skdp.privacy import PrivacyAccountant
 from skdp.solvers._distributed import clipped_statistics
-from skdp.solvers.bilevel_ridge_stats import (
+from skdp.solvers.bilevel.ridge.stats import (
     exact_statistics,
     gram_sensitivity,
     moment_sensitivity,

@@ -20,7 +20,7 @@ from sklearn.base import clone, is_classifier, is_regressor
 
 from skdp._testing.all_estimators import all_estimator_classes, fast_estimators
 from skdp.exceptions import UnscaledDataWarning
-from skdp.solvers.bilevel import clipped_sum
+from skdp.solvers.bilevel.hypergradient import clipped_sum
 from skdp.utils import clip_factors, clip_rows, safe_row_norms
 
 BIG = np.finfo(float).max

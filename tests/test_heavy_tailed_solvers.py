@@ -13,13 +13,13 @@ from skdp.privacy import (
     gdp_mu,
     gdp_mu_of,
 )
-from skdp.solvers import heavy_tailed_bounds as bounds
-from skdp.solvers import heavy_tailed_common as common
-from skdp.solvers import heavy_tailed_gd as gd
-from skdp.solvers import heavy_tailed_known_lipschitz as kl
-from skdp.solvers import heavy_tailed_onepass as onepass
-from skdp.solvers.heavy_tailed_kernels import clipped_gradient_sum, onepass_phase
-from skdp.solvers.heavy_tailed_localized import (
+from skdp.solvers.heavy_tailed import bounds as bounds
+from skdp.solvers.heavy_tailed import common as common
+from skdp.solvers.heavy_tailed import gd as gd
+from skdp.solvers.heavy_tailed import known_lipschitz as kl
+from skdp.solvers.heavy_tailed import onepass as onepass
+from skdp.solvers.heavy_tailed.kernels import clipped_gradient_sum, onepass_phase
+from skdp.solvers.heavy_tailed.localized import (
     aggregate,
     localized_chunks,
     localized_dp_sgd,

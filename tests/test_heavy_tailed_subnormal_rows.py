@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from skdp.losses import SquaredLoss
-from skdp.solvers.heavy_tailed_gd import clipped_dp_gd, make_full_batch_plan
+from skdp.solvers.heavy_tailed.gd import clipped_dp_gd, make_full_batch_plan
 
 
 @pytest.mark.parametrize("row", [[1e-309, 0.0], [3e-310, -4e-310]])

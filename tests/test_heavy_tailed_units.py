@@ -9,12 +9,12 @@ from scipy.special import expit
 from skdp import HeavyTailedLinearRegression, HeavyTailedLogisticRegression
 from skdp.losses import SquaredLoss
 from skdp.privacy import gdp_mu, gdp_mu_of
-from skdp.solvers import heavy_tailed_known_lipschitz as kl
-from skdp.solvers import heavy_tailed_onepass as onepass
-from skdp.solvers.heavy_tailed_bounds import RANGE_STEPS
-from skdp.solvers.heavy_tailed_gd import clipped_dp_gd, make_full_batch_plan
-from skdp.solvers.heavy_tailed_localized import make_localized_plan
-from skdp.solvers.heavy_tailed_units import feature_scale, private_design, row_rms
+from skdp.solvers.heavy_tailed import known_lipschitz as kl
+from skdp.solvers.heavy_tailed import onepass as onepass
+from skdp.solvers.heavy_tailed.bounds import RANGE_STEPS
+from skdp.solvers.heavy_tailed.gd import clipped_dp_gd, make_full_batch_plan
+from skdp.solvers.heavy_tailed.localized import make_localized_plan
+from skdp.solvers.heavy_tailed.units import feature_scale, private_design, row_rms
 
 D = 5
 W = np.linspace(-1.0, 1.0, D)
@@ -148,7 +148,7 @@ def test_plans_pay_for_the_feature_scale(make, kwargs):
 
 
 def test_solver_draws_the_feature_scale_it_planned(monkeypatch):
-    from skdp.solvers import heavy_tailed_bounds as bounds
+    from skdp.solvers.heavy_tailed import bounds as bounds
 
     calls = []
     real = bounds.gaussian_noise
@@ -369,7 +369,7 @@ def test_center_logistic_multiclass_uses_one_shared_mean():
 def test_planned_design_rejects_unpaid_feature_scale_with_default_scales():
     # a custom plan with public default scales that still asks for the
     # feature scale must pay for it: its event holds no scale counts here
-    from skdp.solvers.heavy_tailed_units import planned_design
+    from skdp.solvers.heavy_tailed.units import planned_design
 
     class Plan:
         default_scales, feature_scale, n_scales, z_scale = True, True, 0, 5.0

@@ -35,7 +35,7 @@ ESTIMATOR_LAYER = 6  # every other top-level module or subpackage
 
 
 def _layer(module):
-    """Layer of a dotted module name inside skdp (``skdp.solvers.nseg`` -> 4)."""
+    """Layer of a dotted module name inside skdp (``skdp.solvers.saddle_point.nseg`` -> 4)."""
     parts = module.split(".")
     if len(parts) == 1:
         return LAYERS["__init__"]

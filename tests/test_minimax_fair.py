@@ -12,7 +12,7 @@ from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from skdp import BudgetExceededError, MinimaxFairClassifier, PrivacyAccountant
 from skdp.privacy import certify_epsilon
-from skdp.solvers.group_dro import GroupDROLogistic
+from skdp.solvers.saddle_point.group_dro import GroupDROLogistic
 
 
 def _groups_data(n=600, seed=0):

@@ -8,7 +8,7 @@ from scipy.special import expit
 from scipy.stats import norm
 from sklearn.linear_model import LogisticRegression
 
-import skdp.solvers.group_dro_gda as gda_module
+import skdp.solvers.saddle_point.gda as gda_module
 from skdp import MinimaxFairClassifier, PrivacyAccountant
 from skdp.privacy import (
     ComposedDpEvent,
@@ -16,12 +16,12 @@ from skdp.privacy import (
     SelfComposedDpEvent,
     certify_epsilon,
 )
-from skdp.solvers.group_dro import GroupDROLogistic
-from skdp.solvers.group_dro_gda import (
+from skdp.solvers.saddle_point.gda import (
     group_dro_gda,
     stacked_sensitivity,
     stacked_statistic,
 )
+from skdp.solvers.saddle_point.group_dro import GroupDROLogistic
 from skdp.utils import clip_rows
 
 

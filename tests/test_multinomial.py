@@ -11,9 +11,9 @@ from sklearn.model_selection import train_test_split
 
 from skdp import HeavyTailedLogisticRegression, PrivacyAccountant
 from skdp.privacy import ComposedDpEvent, gdp_delta, gdp_mu, gdp_mu_of
-from skdp.solvers.heavy_tailed_bounds import BISECTION_STEPS, RANGE_STEPS
-from skdp.solvers.heavy_tailed_known_lipschitz import make_known_lipschitz_plan
-from skdp.solvers.multinomial import (
+from skdp.solvers.heavy_tailed.bounds import BISECTION_STEPS, RANGE_STEPS
+from skdp.solvers.heavy_tailed.known_lipschitz import make_known_lipschitz_plan
+from skdp.solvers.heavy_tailed.multinomial import (
     clipped_multinomial_gradient_sum,
     multinomial_dp_gd,
     softmax_residuals,
@@ -231,7 +231,7 @@ def test_digits_fit_is_never_wrecked_by_a_noisy_scale(seed):
 
 # -- one-vs-rest with shared scales ---------------------------------------------------
 def test_shared_ovr_plan_is_exactly_the_budget():
-    from skdp.solvers.multinomial import make_shared_ovr_plan
+    from skdp.solvers.heavy_tailed.multinomial import make_shared_ovr_plan
 
     for K in (3, 10):
         plan = make_shared_ovr_plan(0.4, 20_000, 11, 30, K, feature_scale=True)
@@ -267,7 +267,7 @@ def test_ovr_inf_epsilon_matches_sklearn_ovr():
 def test_a_collapsed_scale_release_is_bounded_by_the_truncation_level(
     monkeypatch, released
 ):
-    import skdp.solvers.multinomial as mn
+    import skdp.solvers.heavy_tailed.multinomial as mn
 
     # stand-in for a noisy bisection that went astray (both directions)
     monkeypatch.setattr(mn, "feature_scale", lambda *a, **k: released)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-import skdp.solvers.nispp as mod
+import skdp.solvers.saddle_point.nispp as mod
 from skdp import MinimaxFairClassifier
 from skdp.privacy import (
     ComposedDpEvent,
@@ -24,14 +24,14 @@ from skdp.privacy import (
     gdp_delta,
 )
 from skdp.privacy._composition import profiles
-from skdp.solvers.batch_schedule import BatchSchedule
-from skdp.solvers.nispp import (
+from skdp.solvers.projections import Ball
+from skdp.solvers.saddle_point.nispp import (
     BATCH_TAIL,
     batch_failure_event,
     nispp,
     poisson_batch_bound,
 )
-from skdp.solvers.projections import Ball
+from skdp.solvers.sampling import BatchSchedule
 
 
 @pytest.mark.parametrize(

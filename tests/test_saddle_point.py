@@ -14,9 +14,20 @@ from skdp.privacy import (
     SelfComposedDpEvent,
     certify_epsilon,
 )
-from skdp.solvers.batch_schedule import BatchSchedule
-from skdp.solvers.group_dro import GroupDROLogistic
-from skdp.solvers.nispp import (
+from skdp.solvers.projections import (
+    Ball,
+    ProductDomain,
+    Simplex,
+    project_ball,
+    project_simplex,
+)
+from skdp.solvers.saddle_point.dispatch import (
+    calibrate_schedule,
+    saddle_point_schedule,
+    schedule_event,
+)
+from skdp.solvers.saddle_point.group_dro import GroupDROLogistic
+from skdp.solvers.saddle_point.nispp import (
     InnerSolverError,
     guaranteed_inner_iterations,
     nispp,
@@ -25,19 +36,8 @@ from skdp.solvers.nispp import (
     solve_prox_subproblem,
     vi_certificate,
 )
-from skdp.solvers.nseg import nseg
-from skdp.solvers.projections import (
-    Ball,
-    ProductDomain,
-    Simplex,
-    project_ball,
-    project_simplex,
-)
-from skdp.solvers.saddle_point import (
-    calibrate_schedule,
-    saddle_point_schedule,
-    schedule_event,
-)
+from skdp.solvers.saddle_point.nseg import nseg
+from skdp.solvers.sampling import BatchSchedule
 
 # --- helpers ----------------------------------------------------------------------
 
@@ -428,7 +428,7 @@ def test_nispp_relaxes_an_uncertifiable_target_with_matching_noise(monkeypatch):
     # below what float64 can certify. NISPP then raises the step's target,
     # and its noise with the same multiplier, instead of aborting after the
     # budget is spent; the decision uses public inputs only.
-    import skdp.solvers.nispp as mod
+    import skdp.solvers.saddle_point.nispp as mod
 
     targets, sigmas = [], []
     solve, noise = mod.solve_prox_subproblem, mod.gaussian_noise
@@ -715,7 +715,7 @@ def test_nispp_releases_depend_only_on_the_batch_and_the_public_centre(
     # released centre w_k only (Proposition 9, parallel composition). A warm
     # start from the previous, unreleased u_k would carry earlier batches into
     # it: re-solving every subproblem from scratch must reproduce the run.
-    import skdp.solvers.nispp as mod
+    import skdp.solvers.saddle_point.nispp as mod
 
     op = _dro_problem(n=60)
     calls = []

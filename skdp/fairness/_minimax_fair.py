@@ -28,15 +28,15 @@ from ..privacy import (
     private_row_mean,
     reachable_quantile_level,
 )
-from ..solvers.group_dro import GroupDROLogistic
-from ..solvers.group_dro_gda import group_dro_gda
-from ..solvers.nseg import nseg_step_size
-from ..solvers.saddle_point import (
+from ..solvers.saddle_point.dispatch import (
     calibrate_schedule,
     saddle_point_schedule,
     schedule_event,
     solve_saddle_point,
 )
+from ..solvers.saddle_point.gda import group_dro_gda
+from ..solvers.saddle_point.group_dro import GroupDROLogistic
+from ..solvers.saddle_point.nseg import nseg_step_size
 from ..utils import clip_rows, safe_row_norms
 from ._groups import encode_groups, inferred_group_labels, normalise_label
 
@@ -149,7 +149,7 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         :class:`~skdp.PrivacyLeakWarning`); declared classes avoid both.
     solver : {"gda", "nispp", "nseg"}, default="gda"
         ``"gda"``: full-batch noisy gradient descent-ascent
-        (:func:`skdp.solvers.group_dro_gda.group_dro_gda`): projected
+        (:func:`skdp.solvers.saddle_point.gda.group_dro_gda`): projected
         Nesterov steps on the coefficients, exponentiated ascent on the group
         weights after a warm-up of private ERM steps, each weight moving only
         on evidence above its own noise. ``"nispp"`` (noisy inexact stochastic
@@ -167,7 +167,7 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         the same budget).
     batch_size : int or None, default=None
         (Expected) batch size; ``None`` picks the paper's rule (see
-        :func:`skdp.solvers.saddle_point.saddle_point_schedule`).
+        :func:`skdp.solvers.saddle_point.dispatch.saddle_point_schedule`).
     max_iter : int or None, default=None
         Number of full-batch steps of ``"gda"`` (``None``: 100), or cap on
         NSEG steps or NISPP subproblems; the noise is calibrated to the

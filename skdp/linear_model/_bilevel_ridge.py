@@ -24,20 +24,20 @@ from ..solvers._distributed import (
     lazy_decision,
     reject_dask,
 )
-from ..solvers.bilevel_plan import gdp_budget
-from ..solvers.bilevel_ridge import (
+from ..solvers.bilevel.plan import gdp_budget
+from ..solvers.bilevel.ridge.gd import plan_ridge_gd, ridge_gd
+from ..solvers.bilevel.ridge.risk import (
+    plan_risk_estimate,
+    release_exact,
+    risk_estimate_from_release,
+    risk_estimate_ridge,
+)
+from ..solvers.bilevel.ridge.tuning import (
     INNER_SOLVERS,
     BilevelRidgeSettings,
     bilevel_ridge,
     bilevel_ridge_from_statistics,
     plan_bilevel_ridge,
-)
-from ..solvers.bilevel_ridge_gd import plan_ridge_gd, ridge_gd
-from ..solvers.bilevel_ridge_risk import (
-    plan_risk_estimate,
-    release_exact,
-    risk_estimate_from_release,
-    risk_estimate_ridge,
 )
 from ..utils import clip_rows, clip_targets, safe_row_norms
 from ..utils._scale_checks import warn_if_unscaled
@@ -248,7 +248,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         - ``"risk_estimate"``: no split. All rows release their statistics
           once (``"sufficient_statistics"`` only), and the penalty minimizes
           Mallows' Cp of the released ridge path, corrected for the privacy
-          noise (:mod:`skdp.solvers.bilevel_ridge_risk`); the signal test
+          noise (:mod:`skdp.solvers.bilevel.ridge.risk`); the signal test
           decides a margin as above. Everything after the release is
           post-processing. It relies on a linear model with homoscedastic
           noise, which a held-out loss does not, and it is not the paper's
@@ -416,7 +416,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     is not penalized. Upper level: the two-fold validation
     loss ``F(alpha)`` computed from the released statistics, plus a public
     correction. Two facts about the released loss drive the correction
-    (derivations in :mod:`skdp.solvers.bilevel_ridge_validation`):
+    (derivations in :mod:`skdp.solvers.bilevel.ridge.validation`):
 
     - with correlated noise (``noise_correlation < 0``) a part's model and the
       other part's statistics share noise, which biases the released
@@ -429,7 +429,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
       added, so ``alpha`` moves below the region where the part models are
       mostly noise only on clear evidence, unless a chi-square test on the
       pooled statistics finds that the target depends on the features
-      (``signal_test_level``; :mod:`skdp.solvers.bilevel_ridge_signal`).
+      (``signal_test_level``; :mod:`skdp.solvers.bilevel.ridge.signal`).
       Without signal the loss has only noise dips to offer; with signal,
       the margin mostly costs accuracy.
 
@@ -803,7 +803,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
 
         Public bounds, if given, clip the rows and targets (per-record maps);
         otherwise the solver's private scales do
-        (:mod:`skdp.solvers.bilevel_ridge_gd`). The plan depends on ``n``,
+        (:mod:`skdp.solvers.bilevel.ridge.gd`). The plan depends on ``n``,
         ``d`` and the parameters only, and is charged before any data is read.
         """
         n, d = X.shape

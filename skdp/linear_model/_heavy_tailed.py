@@ -27,29 +27,29 @@ from ..privacy import (
     private_row_mean,
 )
 from ..solvers._distributed import reject_dask
-from ..solvers.heavy_tailed_bounds import (
+from ..solvers.heavy_tailed.bounds import (
     DEFAULT_TARGET,
     scales_needed,
 )
-from ..solvers.heavy_tailed_gd import practical_step_size
-from ..solvers.heavy_tailed_known_lipschitz import (
+from ..solvers.heavy_tailed.gd import practical_step_size
+from ..solvers.heavy_tailed.known_lipschitz import (
     known_lipschitz,
     known_lipschitz_scales,
     make_known_lipschitz_plan,
 )
-from ..solvers.heavy_tailed_localized import localized_dp_sgd, make_localized_plan
-from ..solvers.heavy_tailed_onepass import (
+from ..solvers.heavy_tailed.localized import localized_dp_sgd, make_localized_plan
+from ..solvers.heavy_tailed.multinomial import (
+    MULTINOMIAL_CURVATURE,
+    make_shared_ovr_plan,
+    multinomial_dp_gd,
+    ovr_dp_gd,
+)
+from ..solvers.heavy_tailed.onepass import (
     CLIP_GROWTH,
     STEP_DECAY,
     make_onepass_plan,
     onepass_clipped_dp_sgd,
     paper_onepass_parameters,
-)
-from ..solvers.multinomial import (
-    MULTINOMIAL_CURVATURE,
-    make_shared_ovr_plan,
-    multinomial_dp_gd,
-    ovr_dp_gd,
 )
 from ..utils import clip_rows, safe_row_norms
 from ..utils._scale_checks import warn_if_unscaled

@@ -1,19 +1,17 @@
-"""Internal solver backends.
+"""Internal solver backends, one subpackage per family (paper).
 
 A solver is a plain function of ``(data, privacy plan, rng)`` returning a
 result; it never reads an estimator's hyperparameters and contains no
 scikit-learn. All noise is drawn with :func:`skdp.privacy.gaussian_noise`.
 
-DP saddle-point solvers (Boob and Guzmán):
-
-- :mod:`~skdp.solvers.projections`: ball, (scaled) simplex, product domains;
-- :mod:`~skdp.solvers.batch_schedule`: disjoint / Poisson / without-replacement
-  batches and their privacy events;
-- :mod:`~skdp.solvers.nseg`: noisy stochastic extragradient;
-- :mod:`~skdp.solvers.nispp`: noisy inexact stochastic proximal point with a
-  certified inner solver;
-- :mod:`~skdp.solvers.saddle_point`: schedules, calibration and dispatch;
-- :mod:`~skdp.solvers.group_dro`: the group-DRO logistic operator.
-- :mod:`~skdp.solvers.group_dro_gda`: full-batch noisy descent-ascent for
-  group DRO (one stacked Gaussian release per step).
+- :mod:`~skdp.solvers.heavy_tailed`: private ERM with clipped gradients
+  (:class:`~skdp.HeavyTailedLinearRegression`,
+  :class:`~skdp.HeavyTailedLogisticRegression`);
+- :mod:`~skdp.solvers.bilevel`: private bilevel optimisation and the tuned
+  ridge (:class:`~skdp.BilevelRidge`);
+- :mod:`~skdp.solvers.saddle_point`: private saddle-point solvers for group DRO
+  (:class:`~skdp.MinimaxFairClassifier`);
+- shared: :mod:`~skdp.solvers.sampling` (batch schedules and their privacy
+  events), :mod:`~skdp.solvers.projections` (balls, simplices, products) and
+  :mod:`~skdp.solvers._distributed` (exact sums on Dask).
 """

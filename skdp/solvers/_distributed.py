@@ -166,7 +166,7 @@ def clipped_statistics(
     clipped and reduced on its worker; only these sums reach the driver,
     where they are added in chunk order. Replacing one record moves a part's
     sums by at most the sensitivities of
-    :mod:`~skdp.solvers.bilevel_ridge_stats` (as on the numpy path).
+    :mod:`~skdp.solvers.bilevel.ridge.stats` (as on the numpy path).
 
     Parameters
     ----------
@@ -194,7 +194,7 @@ def clipped_statistics(
     import dask
     from dask import delayed
 
-    from .bilevel_ridge_stats import RawStatistics
+    from .bilevel.ridge.stats import RawStatistics
 
     n_parts = 1 if labels is None else int(np.max(labels)) + 1
     xs = X.to_delayed().ravel()

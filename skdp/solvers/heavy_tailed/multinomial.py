@@ -8,9 +8,9 @@ so a replaced record moves the clipped sum by at most ``2 C``
 (:func:`clipped_multinomial_gradient_sum`). Each step releases that sum plus
 ``N(0, (2 C z)**2)`` on each of the ``d K`` entries: one Gaussian event of
 multiplier ``z`` per step, the same accounting as the binary full-batch
-solver (:class:`~skdp.solvers.heavy_tailed_gd.FullBatchPlan`).
+solver (:class:`~skdp.solvers.heavy_tailed.gd.FullBatchPlan`).
 
-The plan is Algorithm 4's (:func:`~skdp.solvers.heavy_tailed_known_lipschitz.
+The plan is Algorithm 4's (:func:`~skdp.solvers.heavy_tailed.known_lipschitz.
 make_known_lipschitz_plan` with noise dimension ``d K``): the feature scale
 ``s`` and the truncation level are released once for all classes (the
 one-vs-rest fits released one of each per class, from ``1 / K`` of the
@@ -21,7 +21,7 @@ A noisy scale must never wreck a fit. The feature scale ``s`` sets the step
 norms) sets which rows count; both are private releases, and their public
 relations are enforced by post-processing: the median row RMS cannot exceed
 the row-norm quantile (``s <= T / r_d``, ``r_d`` the Gaussian reference of
-:func:`~skdp.solvers.heavy_tailed_units.feature_scale`), and ``s`` is floored
+:func:`~skdp.solvers.heavy_tailed.units.feature_scale`), and ``s`` is floored
 at ``T / (SCALE_FLOOR_FACTOR sqrt(d))`` (a row's RMS over its non-zero
 entries is at least its norm over ``sqrt(d)``; the factor leaves room for
 heavy-tailed norms). A collapsed ``s`` (a huge step) is thus cut back to the
@@ -33,10 +33,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..losses import LogisticLoss
-from ..privacy import ComposedDpEvent, gaussian_noise, gaussian_steps
-from ..utils._sparse import append_constant_column, as_float_rows, row_nnz, row_norms
-from .heavy_tailed_bounds import (
+from ...losses import LogisticLoss
+from ...privacy import ComposedDpEvent, gaussian_noise, gaussian_steps
+from ...utils._sparse import append_constant_column, as_float_rows, row_nnz, row_norms
+from .bounds import (
     RANGE_STEPS,
     SEARCH_OCTAVES,
     UNRELIABLE_SLACK,
@@ -45,15 +45,15 @@ from .heavy_tailed_bounds import (
     scale_quantile,
     scales_estimable,
 )
-from .heavy_tailed_bounds import scale_share as bound_scale_share
-from .heavy_tailed_common import noise_std, split_gdp
-from .heavy_tailed_gd import (
+from .bounds import scale_share as bound_scale_share
+from .common import noise_std, split_gdp
+from .gd import (
     FullBatchPlan,
     GDResult,
     clipped_dp_gd,
     make_full_batch_plan,
 )
-from .heavy_tailed_units import feature_scale, gaussian_norm_median
+from .units import feature_scale, gaussian_norm_median
 
 __all__ = [
     "MULTINOMIAL_CURVATURE",
@@ -278,7 +278,7 @@ def multinomial_dp_gd(
     Examples
     --------
     >>> import numpy as np
-    >>> from skdp.solvers.heavy_tailed_known_lipschitz import make_known_lipschitz_plan
+    >>> from skdp.solvers.heavy_tailed.known_lipschitz import make_known_lipschitz_plan
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(3000, 2)); y = np.digitize(X[:, 0], [-0.5, 0.5])
     >>> plan = make_known_lipschitz_plan(np.inf, 3000, 9, 50, feature_scale=True)
@@ -372,7 +372,7 @@ class SharedOvRPlan:
         Plan of each of the ``n_classes`` binary runs (same noise).
     n_classes : int
     n_scales, z_scale, trunc_fraction, default_scales, feature_scale
-        As in :class:`~skdp.solvers.heavy_tailed_known_lipschitz.KnownLipschitzPlan`;
+        As in :class:`~skdp.solvers.heavy_tailed.known_lipschitz.KnownLipschitzPlan`;
         the scale quantiles are released once, for all classes.
     """
 
@@ -478,7 +478,7 @@ def ovr_dp_gd(
 
     The feature scale ``s`` and the truncation level ``T`` are released once
     (and made consistent, as in :func:`multinomial_dp_gd`); then each class
-    ``k`` runs :func:`~skdp.solvers.heavy_tailed_gd.clipped_dp_gd` on the
+    ``k`` runs :func:`~skdp.solvers.heavy_tailed.gd.clipped_dp_gd` on the
     same truncated design with targets ``+1`` (class ``k``) / ``-1``, its
     clip levels searched below the logistic Lipschitz ceiling ``||x||``.
 

@@ -68,7 +68,7 @@ def signal_test(release, *, moment_var, gram_var, target_sq_var):
     Examples
     --------
     >>> import numpy as np
-    >>> from skdp.solvers.bilevel_ridge_stats import exact_statistics
+    >>> from skdp.solvers.bilevel.ridge.stats import exact_statistics
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(500, 3)) / 3
     >>> flat = exact_statistics(X, 0.3 * rng.normal(size=500), 1.0)

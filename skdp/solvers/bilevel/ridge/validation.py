@@ -127,7 +127,7 @@ class ValidationObjective:
     Examples
     --------
     >>> import numpy as np
-    >>> from skdp.solvers.bilevel_ridge_stats import exact_statistics
+    >>> from skdp.solvers.bilevel.ridge.stats import exact_statistics
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(200, 3)); y = X @ np.ones(3) + rng.normal(size=200)
     >>> a = exact_statistics(X[:100], y[:100], 1.0).centered()

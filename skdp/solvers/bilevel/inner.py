@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from ..privacy import gaussian_noise
+from ...privacy import gaussian_noise
 
 __all__ = ["localized_noisy_gd", "localization_radii", "project_ball"]
 

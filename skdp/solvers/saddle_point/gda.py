@@ -1,6 +1,6 @@
 """Full-batch noisy gradient descent-ascent for logistic group DRO.
 
-The problem is the one of :mod:`skdp.solvers.group_dro`:
+The problem is the one of :mod:`skdp.solvers.saddle_point.group_dro`:
 
 ``min_{||w|| <= R_w} max_{q in simplex} sum_g q_g R_g(w)``, with
 ``R_g(w) = sum_{i in g} l_i(w) / (n pi_g)``
@@ -53,8 +53,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import expit
 
-from ..privacy import gaussian_noise
-from .projections import Ball
+from ...privacy import gaussian_noise
+from ..projections import Ball
 
 __all__ = [
     "GDAResult",

@@ -49,10 +49,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..privacy import ComposedDpEvent, GaussianDpEvent
-from ..utils import clip_rows, clip_targets
-from .bilevel_ridge_signal import signal_test
-from .bilevel_ridge_stats import (
+from ....privacy import ComposedDpEvent, GaussianDpEvent
+from ....utils import clip_rows, clip_targets
+from .signal import signal_test
+from .stats import (
     exact_statistics,
     gram_sensitivity,
     moment_sensitivity,
@@ -251,7 +251,7 @@ def risk_path(
     Examples
     --------
     >>> import numpy as np
-    >>> from skdp.solvers.bilevel_ridge_stats import exact_statistics
+    >>> from skdp.solvers.bilevel.ridge.stats import exact_statistics
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(2000, 5))
     >>> stats = exact_statistics(X, X @ np.ones(5) + rng.normal(size=2000), 1.0)

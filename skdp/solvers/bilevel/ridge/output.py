@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from ..privacy import gaussian_noise
+from ....privacy import gaussian_noise
 
 __all__ = [
     "output_sensitivities",

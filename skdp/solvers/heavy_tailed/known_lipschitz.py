@@ -3,7 +3,7 @@
 Rows whose per-row Lipschitz bound exceeds a threshold are replaced by the
 zero function (a per-record map, so neighbours stay neighbours), then a DP
 solver for Lipschitz losses runs on the result. The paper leaves that solver
-open ([FKT20]); we use :func:`~skdp.solvers.heavy_tailed_gd.clipped_dp_gd`
+open ([FKT20]); we use :func:`~skdp.solvers.heavy_tailed.gd.clipped_dp_gd`
 with private, adaptive clip levels capped at the truncation level.
 """
 
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..losses import LogisticLoss, SquaredLoss
-from ..privacy import ComposedDpEvent, gaussian_steps
-from .heavy_tailed_bounds import (
+from ...losses import LogisticLoss, SquaredLoss
+from ...privacy import ComposedDpEvent, gaussian_steps
+from .bounds import (
     DEFAULT_TARGET,
     RANGE_STEPS,
     SEARCH_OCTAVES,
@@ -26,13 +26,13 @@ from .heavy_tailed_bounds import (
     scales_estimable,
     small_n_scale_share,
 )
-from .heavy_tailed_bounds import scale_share as bound_scale_share
-from .heavy_tailed_common import (
+from .bounds import scale_share as bound_scale_share
+from .common import (
     row_lipschitz_bounds,
     split_gdp,
 )
-from .heavy_tailed_gd import FullBatchPlan, clipped_dp_gd, make_full_batch_plan
-from .heavy_tailed_units import planned_design
+from .gd import FullBatchPlan, clipped_dp_gd, make_full_batch_plan
+from .units import planned_design
 
 __all__ = [
     "KnownLipschitzPlan",
@@ -54,7 +54,7 @@ class KnownLipschitzPlan:
     gd : FullBatchPlan
     n_scales : int
         Private scale quantiles over all records (the feature scale of
-        :mod:`~skdp.solvers.heavy_tailed_units`, the truncation level, the
+        :mod:`~skdp.solvers.heavy_tailed.units`, the truncation level, the
         target scale for the squared loss without a radius, the target
         median); 0 if all public.
     z_scale : float
@@ -102,7 +102,7 @@ def make_known_lipschitz_plan(
 
     A tenth of ``bound_share`` per scale quantile (feature scale, truncation
     level and, if needed, target scale and median; see
-    :func:`~skdp.solvers.heavy_tailed_bounds.scale_share`) pays for those,
+    :func:`~skdp.solvers.heavy_tailed.bounds.scale_share`) pays for those,
     the rest of ``bound_share`` for the clip levels; the remainder pays for
     the gradients.
 
@@ -125,7 +125,7 @@ def make_known_lipschitz_plan(
     small_n_share : float, default=0.0
         When ``n`` is too small for the scale quantiles at their default
         share, spend up to this share of ``mu**2`` on them
-        (:func:`~skdp.solvers.heavy_tailed_bounds.small_n_scale_share`)
+        (:func:`~skdp.solvers.heavy_tailed.bounds.small_n_scale_share`)
         instead of assuming standardized data; 0 keeps the public defaults.
         The clip-level share is unchanged; the gradients pay the difference.
 
@@ -234,7 +234,7 @@ def known_lipschitz(
 ):
     """Algorithm 4 (KnownLipReduction) followed by clipped DP-GD.
 
-    0. Units (:mod:`~skdp.solvers.heavy_tailed_units`): if
+    0. Units (:mod:`~skdp.solvers.heavy_tailed.units`): if
        ``plan.feature_scale``, the private feature scale ``s`` (else 1);
        the step is ``step_size / s**2`` and, with ``fit_intercept``, the
        intercept column is ``s`` (``scaled_intercept``) or 1.

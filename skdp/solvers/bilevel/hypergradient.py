@@ -18,7 +18,7 @@ The output is ``x_{t_out}`` with ``t_out = argmin_t ||x_{t+1} - x_t||`` (the
 iterate with the smallest step), together with the inner solutions at it.
 
 Privacy: every data-dependent release is a clipped mean with Gaussian noise
-whose scale comes from :mod:`skdp.solvers.bilevel_plan`. Per-record
+whose scale comes from :mod:`skdp.solvers.bilevel.plan`. Per-record
 clipping enforces the Lipschitz assumptions instead of assuming them. Mini-
 batches (Alg. 3/4) are drawn by Poisson sampling or fixed-size sampling
 without replacement, which the accountant supports under replace-one; the
@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..privacy import gaussian_noise
-from ..utils import clip_factors, safe_row_norms
-from .bilevel_inner import localized_noisy_gd
+from ...privacy import gaussian_noise
+from ...utils import clip_factors, safe_row_norms
+from .inner import localized_noisy_gd
 
 __all__ = [
     "BilevelOracles",
@@ -408,7 +408,7 @@ def dp_bilevel(
         Clip norm of each record's outer difference vector.
     noise : BilevelNoise
         Noise standard deviations from
-        :func:`~skdp.solvers.bilevel_plan.calibrate_bilevel_noise` for the
+        :func:`~skdp.solvers.bilevel.plan.calibrate_bilevel_noise` for the
         same public design.
     rng : numpy.random.Generator
     sampling : {None, "poisson", "without_replacement"}, default=None

@@ -14,7 +14,7 @@ value. Each value is a batch sum of per-record operators bounded by ``M``,
 divided by a public normalizer, so its replace-one sensitivity is
 ``2 M / normalizer`` (``2M/B``) and ``sigma = z * 2M/B``.
 
-The variants differ only in the :class:`~skdp.solvers.batch_schedule.
+The variants differ only in the :class:`~skdp.solvers.sampling.
 BatchSchedule` of the ``2T`` releases: disjoint batches (single pass,
 parallel composition) or Poisson / without-replacement sampling (multi pass,
 accounted with dp-accounting for exactly the scheme run, never with the
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..privacy import gaussian_noise
+from ...privacy import gaussian_noise
 
 __all__ = ["nseg", "nseg_step_size", "SaddlePointResult"]
 
@@ -166,7 +166,7 @@ def nseg(
     --------
     >>> import numpy as np
     >>> from skdp.solvers.projections import Ball
-    >>> from skdp.solvers.batch_schedule import BatchSchedule
+    >>> from skdp.solvers.sampling import BatchSchedule
     >>> targets = np.array([[0.5], [0.3], [0.1], [0.3]])
     >>> op = lambda w, idx: (w - targets[idx]).sum(axis=0)  # F_i(w) = w - t_i
     >>> sched = BatchSchedule(4, 200, 2, "poisson")

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..privacy import (
+from ....privacy import (
     ComposedDpEvent,
     GaussianDpEvent,
     NoOpDpEvent,
@@ -59,32 +59,32 @@ from ..privacy import (
     SelfComposedDpEvent,
     gaussian_noise,
 )
-from ..utils import clip_rows, clip_targets
-from .bilevel import (
+from ....utils import clip_rows, clip_targets
+from ..hypergradient import (
     BilevelOracles,
     InnerSettings,
     bilevel_outer_loop,
     clipped_sum,
     dp_bilevel,
 )
-from .bilevel_inner import localization_radii, localized_noisy_gd
-from .bilevel_plan import BilevelDesign, calibrate_bilevel_noise
-from .bilevel_ridge_output import (
+from ..inner import localization_radii, localized_noisy_gd
+from ..plan import BilevelDesign, calibrate_bilevel_noise
+from .output import (
     output_sensitivities,
     perturbed_ridge,
     project_on_ball,
     ridge_ball_radius,
     shrink_noisy,
 )
-from .bilevel_ridge_signal import signal_test
-from .bilevel_ridge_stats import (
+from .signal import signal_test
+from .stats import (
     exact_statistics,
     gram_sensitivity,
     moment_sensitivity,
     release_shared_gram,
     release_statistics,
 )
-from .bilevel_ridge_validation import ValidationNoise, ValidationObjective
+from .validation import ValidationNoise, ValidationObjective
 
 __all__ = [
     "INNER_SOLVERS",
@@ -338,7 +338,7 @@ def plan_bilevel_ridge(settings, n_train, n_val, n_features, mu):
     ``alpha_max``, ``alpha_init``): noise scales are fixed multiples of
     sensitivities that are either range-free or evaluated at the (public)
     current penalty. The GDP budget ``mu`` (see
-    :func:`~skdp.solvers.bilevel_plan.gdp_budget`) is split by shares of
+    :func:`~skdp.solvers.bilevel.plan.gdp_budget`) is split by shares of
     ``mu**2``: ``refit_share`` for the final model,
     :data:`OUTER_SHARE` of the rest for the outer noise if any, a small
     :data:`CENTERING_SHARE` for the training means (iterative solvers with an

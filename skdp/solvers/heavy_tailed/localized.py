@@ -7,7 +7,7 @@
   record is used).
 - **Algorithm 3 (Aggregate-ERM).** A phase's batch is split into
   ``n_splits`` disjoint chunks; each runs Clipped-DP-SGD (Algorithm 1,
-  :func:`~skdp.solvers.heavy_tailed_gd.clipped_dp_gd`) on the regularised
+  :func:`~skdp.solvers.heavy_tailed.gd.clipped_dp_gd`) on the regularised
   problem ``F_chunk(x) + lambda_i / 2 ||x - x_{i-1}||**2`` from
   ``x_{i-1}``, and the geometric :func:`aggregate` picks one of the chunk
   outputs (pure post-processing).
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..privacy import ComposedDpEvent, ParallelDpEvent, gaussian_steps
-from .heavy_tailed_bounds import (
+from ...privacy import ComposedDpEvent, ParallelDpEvent, gaussian_steps
+from .bounds import (
     RANGE_STEPS,
     clip_search_range,
     default_scales,
@@ -32,12 +32,12 @@ from .heavy_tailed_bounds import (
     scales_estimable,
     scales_needed,
 )
-from .heavy_tailed_bounds import scale_share as bound_scale_share
-from .heavy_tailed_common import (
+from .bounds import scale_share as bound_scale_share
+from .common import (
     split_gdp,
 )
-from .heavy_tailed_gd import clipped_dp_gd, make_full_batch_plan
-from .heavy_tailed_units import planned_design
+from .gd import clipped_dp_gd, make_full_batch_plan
+from .units import planned_design
 
 __all__ = [
     "LocalizedPlan",
@@ -151,7 +151,7 @@ class LocalizedPlan:
         the scale quantiles).
     n_scales : int
         Scale quantiles over all records (:func:`private_scales`, and the
-        feature scale of :mod:`~skdp.solvers.heavy_tailed_units`).
+        feature scale of :mod:`~skdp.solvers.heavy_tailed.units`).
     z_scale : float
     default_scales : bool
         Too few records for private scales: public defaults for
@@ -299,7 +299,7 @@ def localized_dp_sgd(
     """Theorem 1 pipeline: Algorithm 2 with Algorithm 3 over Algorithm 1.
 
     If ``plan.feature_scale``, the private feature scale ``s`` of
-    :mod:`~skdp.solvers.heavy_tailed_units` is released first (else
+    :mod:`~skdp.solvers.heavy_tailed.units` is released first (else
     ``s = 1``): the step is ``step_size / s**2``, the default
     regularisation is multiplied by ``s**2`` (it is relative to the
     curvature) and the intercept column is ``s``.

@@ -9,14 +9,14 @@
   (kernel codes, non-finite derivatives).
 
 Private bounds (quantiles, scales, clip levels) live in
-:mod:`skdp.solvers.heavy_tailed_bounds`.
+:mod:`skdp.solvers.heavy_tailed.bounds`.
 """
 
 import math
 
 import numpy as np
 
-from ..losses import HuberLoss, LogisticLoss, SquaredLoss
+from ...losses import HuberLoss, LogisticLoss, SquaredLoss
 
 __all__ = [
     "noise_std",

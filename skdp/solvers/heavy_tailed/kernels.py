@@ -199,7 +199,7 @@ def clipped_gradient_sum(X, y, w, inv_norms, clip, loss):
     ...                      1.0, SquaredLoss())
     array([-1.1, -0.8])
     """
-    from .heavy_tailed_common import loss_code, safe_derivatives
+    from .common import loss_code, safe_derivatives
 
     dense = isinstance(X, np.ndarray)
     if HAVE_NUMBA and dense and X.flags.c_contiguous and X.dtype == np.float64:

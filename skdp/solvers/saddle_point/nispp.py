@@ -55,7 +55,7 @@ import math
 
 import numpy as np
 
-from ..privacy import FailureDpEvent, NoOpDpEvent, gaussian_noise
+from ...privacy import FailureDpEvent, NoOpDpEvent, gaussian_noise
 from .nseg import SaddlePointResult, _first_averaged
 
 __all__ = [
@@ -130,7 +130,7 @@ def batch_failure_event(schedule, tail=BATCH_TAIL):
 
     Examples
     --------
-    >>> from skdp.solvers.batch_schedule import BatchSchedule
+    >>> from skdp.solvers.sampling import BatchSchedule
     >>> event = batch_failure_event(BatchSchedule(1000, 100, 10, "poisson"))
     >>> type(event).__name__, event.probability == 100 * BATCH_TAIL
     ('FailureDpEvent', True)
@@ -573,7 +573,7 @@ def nispp(
     --------
     >>> import numpy as np
     >>> from skdp.solvers.projections import Ball
-    >>> from skdp.solvers.batch_schedule import BatchSchedule
+    >>> from skdp.solvers.sampling import BatchSchedule
     >>> targets = np.array([[0.5], [0.3], [0.1], [0.3]])
     >>> op = lambda w, idx: (w - targets[idx]).sum(axis=0)
     >>> sched = BatchSchedule(4, 100, 2, "poisson")

@@ -1,7 +1,7 @@
 """Ridge by clipped full-batch DP-GD, tuned along a warm-started penalty path.
 
 The inner solver is the heavy-tailed family's
-(:func:`~skdp.solvers.heavy_tailed_known_lipschitz.known_lipschitz`:
+(:func:`~skdp.solvers.heavy_tailed.known_lipschitz.known_lipschitz`:
 private feature and target scales, Algorithm 4's truncation, per-sample
 gradients clipped at private adaptive levels, exact GDP accounting). With
 several penalties, one run of ``T`` steps walks down a public, decreasing
@@ -40,12 +40,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-from ..losses import SquaredLoss
-from ..privacy import ComposedDpEvent, GaussianDpEvent, gaussian_noise
-from .heavy_tailed_bounds import QuantileTarget
-from .heavy_tailed_common import split_gdp
-from .heavy_tailed_gd import practical_step_size
-from .heavy_tailed_known_lipschitz import (
+from ....losses import SquaredLoss
+from ....privacy import ComposedDpEvent, GaussianDpEvent, gaussian_noise
+from ...heavy_tailed.bounds import QuantileTarget
+from ...heavy_tailed.common import split_gdp
+from ...heavy_tailed.gd import practical_step_size
+from ...heavy_tailed.known_lipschitz import (
     KnownLipschitzPlan,
     known_lipschitz,
     known_lipschitz_scales,
@@ -554,7 +554,7 @@ def ridge_gd(
     rng : numpy.random.Generator
     step_size : float, optional
         Step for features of unit scale (default:
-        :func:`~skdp.solvers.heavy_tailed_gd.practical_step_size`).
+        :func:`~skdp.solvers.heavy_tailed.gd.practical_step_size`).
     margin : float, default=SELECTION_MARGIN
         See :func:`select_candidate`.
     omega_bounds : tuple of float, optional

@@ -9,8 +9,8 @@ fixed steps of the same fit) meets ``(epsilon, delta)``, and
 
 import math
 
-from ..privacy import ComposedDpEvent, NoOpDpEvent, calibrate_gaussian
-from .batch_schedule import BatchSchedule
+from ...privacy import ComposedDpEvent, NoOpDpEvent, calibrate_gaussian
+from ..sampling import BatchSchedule
 from .nispp import batch_failure_event, nispp
 from .nseg import nseg
 
@@ -176,7 +176,7 @@ def calibrate_schedule(schedule, epsilon, delta, fixed_event=None):
 
     Examples
     --------
-    >>> from skdp.solvers.batch_schedule import BatchSchedule
+    >>> from skdp.solvers.sampling import BatchSchedule
     >>> z = calibrate_schedule(BatchSchedule(100, 10, 10, "disjoint"), 1.0, 1e-5)
     >>> round(z, 2)
     3.73
@@ -224,7 +224,7 @@ def solve_saddle_point(
     ----------
     solver : {"nseg", "nispp"}
     operator, domain, schedule, M, L, noise_multiplier, rng, step_scale
-        As in :func:`skdp.solvers.nseg.nseg`.
+        As in :func:`skdp.solvers.saddle_point.nseg.nseg`.
     **kwargs
         Solver-specific options (``inner_tol`` for NISPP).
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..privacy import gaussian_noise
+from ....privacy import gaussian_noise
 
 __all__ = [
     "RawStatistics",

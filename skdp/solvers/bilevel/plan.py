@@ -36,7 +36,7 @@ steps in the same fit, ``z`` is found by the exact accountant.
 import math
 from dataclasses import dataclass, field
 
-from ..privacy import (
+from ...privacy import (
     ComposedDpEvent,
     GaussianDpEvent,
     NoOpDpEvent,

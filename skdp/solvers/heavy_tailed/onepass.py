@@ -27,13 +27,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..privacy import (
+from ...privacy import (
     ComposedDpEvent,
     ParallelDpEvent,
     gaussian_noise,
     gaussian_steps,
 )
-from .heavy_tailed_bounds import (
+from .bounds import (
     BISECTION_STEPS,
     DEFAULT_TARGET,
     RANGE_STEPS,
@@ -46,15 +46,15 @@ from .heavy_tailed_bounds import (
     scales_needed,
     tail_fraction,
 )
-from .heavy_tailed_bounds import scale_share as bound_scale_share
-from .heavy_tailed_common import (
+from .bounds import scale_share as bound_scale_share
+from .common import (
     loss_code,
     noise_std,
     safe_derivatives,
     split_gdp,
 )
-from .heavy_tailed_kernels import onepass_phase
-from .heavy_tailed_units import planned_design
+from .kernels import onepass_phase
+from .units import planned_design
 
 __all__ = [
     "OnePassPlan",
@@ -119,7 +119,7 @@ class OnePassPlan:
         Multiplier of those counts.
     n_scales : int
         Scale quantiles over all records (:func:`private_scales`, and the
-        feature scale of :mod:`~skdp.solvers.heavy_tailed_units`).
+        feature scale of :mod:`~skdp.solvers.heavy_tailed.units`).
     z_scale : float
     bisection_steps : int
     default_scales : bool
@@ -326,7 +326,7 @@ def onepass_clipped_dp_sgd(
     """Algorithm 8 (OnePass-Clipped-DP-SGD) for a GLM loss.
 
     If ``plan.feature_scale``, the private feature scale ``s`` of
-    :mod:`~skdp.solvers.heavy_tailed_units` is released first (else
+    :mod:`~skdp.solvers.heavy_tailed.units` is released first (else
     ``s = 1``): the first-phase step is ``step_size / s**2``, so the
     smoothness-guard row cap grows like ``s``, and the intercept column is
     ``s``.

@@ -46,7 +46,7 @@ import math
 import numpy as np
 from scipy.special import expit
 
-from .projections import Ball, ProductDomain, Simplex
+from ..projections import Ball, ProductDomain, Simplex
 
 __all__ = ["GroupDROLogistic"]
 

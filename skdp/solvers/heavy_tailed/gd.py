@@ -6,7 +6,7 @@ per-sample gradients clipped to ``C_t`` plus ``N(0, (2 C_t z)**2 I)``
 of multiplier ``z`` whatever the clip levels. The clip level is either fixed
 (public) or re-estimated at a few public checkpoints as a private quantile of
 the per-sample gradient norms at the current iterate
-(:func:`~skdp.solvers.heavy_tailed_common.noisy_log_quantile`). Everything
+(:func:`~skdp.solvers.heavy_tailed.common.noisy_log_quantile`). Everything
 after the noisy sum -- step, divergence guard, projection, averaging -- is
 post-processing.
 """
@@ -16,22 +16,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..privacy import ComposedDpEvent, gaussian_noise, gaussian_steps
-from ..utils._sparse import as_float_rows
-from ..utils._sparse import row_norms as any_row_norms
-from .heavy_tailed_bounds import (
+from ...privacy import ComposedDpEvent, gaussian_noise, gaussian_steps
+from ...utils._sparse import as_float_rows
+from ...utils._sparse import row_norms as any_row_norms
+from .bounds import (
     BISECTION_STEPS,
     DEFAULT_TARGET,
     noisy_log_quantile,
     quantile_reliable,
     tail_fraction,
 )
-from .heavy_tailed_common import (
+from .common import (
     noise_std,
     safe_derivatives,
     split_gdp,
 )
-from .heavy_tailed_kernels import clipped_gradient_sum
+from .kernels import clipped_gradient_sum
 
 __all__ = [
     "FullBatchPlan",
@@ -90,7 +90,7 @@ def practical_step_size(curvature, clip_fraction):
     is large (noise dominates). Measured on the benchmark's synthetic data
     (see ``benchmarks/results/heavy_tailed.md``). The solvers divide it by
     ``s**2``, ``s`` the private feature scale
-    (:mod:`~skdp.solvers.heavy_tailed_units`), and the divergence guard of
+    (:mod:`~skdp.solvers.heavy_tailed.units`), and the divergence guard of
     :func:`clipped_dp_gd` cuts it if the data are worse conditioned.
 
     Parameters
@@ -125,7 +125,7 @@ class FullBatchPlan:
         Multiplier of every clipped-gradient sum (sensitivity ``2 C_t``).
     clip_fraction : float
         Target fraction ``p`` of clipped per-sample gradients
-        (:func:`~skdp.solvers.heavy_tailed_common.tail_fraction`).
+        (:func:`~skdp.solvers.heavy_tailed.common.tail_fraction`).
     checkpoints : tuple of int
         Steps at which the clip level is privately re-estimated (empty if
         the clip level is public or a search would be unreliable).

@@ -40,10 +40,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import chi2
 
-from ..utils import safe_row_norms
-from ..utils._sparse import append_constant_column, as_float_rows, is_sparse, row_nnz
-from ..utils._sparse import row_norms as sparse_row_norms
-from .heavy_tailed_bounds import LOG2_RANGE, RANGE_STEPS, bisect_counts
+from ...utils import safe_row_norms
+from ...utils._sparse import append_constant_column, as_float_rows, is_sparse, row_nnz
+from ...utils._sparse import row_norms as sparse_row_norms
+from .bounds import LOG2_RANGE, RANGE_STEPS, bisect_counts
 
 __all__ = [
     "Design",
@@ -109,7 +109,7 @@ def feature_scale(rms, d, z, rng, *, steps=RANGE_STEPS):
 
     A noisy bisection of ``steps`` counts ``#{rms_i <= 2**mid} + N(0, z**2)``
     (replace-one sensitivity 1) on ``log2`` scale over
-    :data:`~skdp.solvers.heavy_tailed_bounds.LOG2_RANGE`; the midpoint of the
+    :data:`~skdp.solvers.heavy_tailed.bounds.LOG2_RANGE`; the midpoint of the
     final bracket is divided by ``gaussian_norm_median(d) / sqrt(d)``. With
     ``z = 0`` the exact median is used.
 
