@@ -7,5 +7,7 @@ skdp imports it.
   run on, and their expected failures with written reasons;
 - :mod:`~skdp._testing.audit_configs`: privacy-audit configurations;
 - :mod:`~skdp._testing.all_estimators`: every estimator and transformer class,
-  with small fast parameters (``FAST_PARAMS``).
+  with small fast parameters (``FAST_PARAMS``);
+- :mod:`~skdp._testing.pin`: pinned-output configurations and their
+  regeneration command, ``python -m skdp._testing.pin --write``.
 """
