@@ -14,13 +14,13 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from ..base import PrivateEstimatorMixin
 from ..exceptions import warn_inferred_set
 from ..privacy import (
+    Budget,
     ComposedDpEvent,
     GaussianDpEvent,
     NonPrivateDpEvent,
     NoOpDpEvent,
     SelfComposedDpEvent,
     calibrate_gaussian,
-    gdp_mu,
     noisy_histogram,
     noisy_histogram_event,
     private_quantile,
@@ -499,9 +499,10 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         if gda and np.isfinite(eps):
             # Gaussian estimates take their share of mu**2 (GDP), which is
             # what they cost in the exact composition with the solver's steps.
-            z_est = 1.0 / (
-                gdp_mu(eps, delta)
-                * math.sqrt(self.estimation_share / max(n_estimates, 1))
+            z_est = (
+                Budget.from_target(eps, delta, margin=False)
+                .share(self.estimation_share, max(n_estimates, 1))
+                .noise_multiplier()
             )
         else:
             z_est = calibrate_gaussian(share, delta) if np.isfinite(eps) else 0.0

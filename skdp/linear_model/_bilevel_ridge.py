@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import PrivateEstimatorMixin
 from ..privacy import (
+    Budget,
     ComposedDpEvent,
     private_quantile,
     private_quantile_event,
@@ -24,7 +25,6 @@ from ..solvers._distributed import (
     lazy_decision,
     reject_dask,
 )
-from ..solvers.bilevel.plan import gdp_budget
 from ..solvers.bilevel.ridge.gd import plan_ridge_gd, ridge_gd
 from ..solvers.bilevel.ridge.risk import (
     plan_risk_estimate,
@@ -685,7 +685,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         eps_a, eps_b = self._bound_epsilons(n)
         bound_events = [private_quantile_event(e) for e in (eps_a, eps_b) if e > 0]
         bounds_event = ComposedDpEvent(bound_events) if bound_events else None
-        mu = gdp_budget(self.epsilon, delta, bounds_event)
+        mu = Budget.from_target(self.epsilon, delta, bounds_event).mu
         if tuning == "risk_estimate":
             return self._fit_risk_estimate(X, y, mu, bounds_event, eps_a, eps_b, rng)
         # Everything above and the plan below depend on public inputs only, so
@@ -807,7 +807,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         ``d`` and the parameters only, and is charged before any data is read.
         """
         n, d = X.shape
-        mu = gdp_budget(self.epsilon, delta)
+        mu = Budget.from_target(self.epsilon, delta).mu
         plan = plan_ridge_gd(
             mu,
             n,

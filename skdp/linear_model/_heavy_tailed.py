@@ -21,9 +21,9 @@ from ..base import PrivateEstimatorMixin
 from ..exceptions import warn_inferred_set
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
 from ..privacy import (
+    Budget,
     ComposedDpEvent,
     GaussianDpEvent,
-    gdp_mu,
     private_row_mean,
 )
 from ..solvers._distributed import reject_dask
@@ -333,10 +333,8 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
     def _budget(self, n_fits, share=1.0):
         """GDP budget of each of ``n_fits`` fits that all touch every record
         and share ``share`` of ``mu**2``."""
-        if np.isinf(self.epsilon):
-            return math.inf
-        mu = gdp_mu(float(self.epsilon), self.delta_)
-        return mu * math.sqrt(share / n_fits)
+        budget = Budget.from_target(float(self.epsilon), self.delta_, margin=False)
+        return budget.share(share, n_fits).mu
 
     def _check_center(self):
         if not self.center:
@@ -366,7 +364,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
             _warn_default_scales(n)
         events = [p.event for p in plans]
         if self.center:
-            z_center = _noise_multiplier(self._budget(1, share))
+            z_center = Budget(self._budget(1, share)).noise_multiplier()
             events.insert(0, GaussianDpEvent(z_center))
         event = events[0] if len(events) == 1 else ComposedDpEvent(events)
         self._spend(event)
@@ -413,7 +411,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
             _warn_default_scales(n)
         event = plan.event
         if self.center:
-            z_center = _noise_multiplier(self._budget(1, share))
+            z_center = Budget(self._budget(1, share)).noise_multiplier()
             event = ComposedDpEvent([GaussianDpEvent(z_center), event])
         self._spend(event)
         self.center_ = None
@@ -531,11 +529,6 @@ def _warn_default_scales(n):
         UserWarning,
         stacklevel=4,
     )
-
-
-def _noise_multiplier(mu):
-    """Noise multiplier of one full-batch Gaussian release that is mu-GDP."""
-    return 0.0 if math.isinf(mu) else 1.0 / mu
 
 
 def _gdp_of(z, count):

@@ -13,6 +13,13 @@ unsampled input (``2C/n`` for the mean of vectors clipped to ``C``, ``2C`` for
 their sum, also when the sum runs over a Poisson or fixed-size sample). A
 full-batch step with multiplier ``z`` is exactly ``1/z``-GDP.
 
+Budget
+------
+:class:`Budget` is the one convention for splitting a fit's budget: the
+``(epsilon, delta)`` target becomes a GDP ``mu`` (:func:`gdp_budget`), split
+by shares of ``mu**2`` into sub-budgets and noise multipliers
+(:func:`split_gdp`).
+
 Accounting
 ----------
 - full-batch Gaussian compositions: exact ``mu``-GDP trade-off curve;
@@ -28,6 +35,7 @@ Accounting
 """
 
 from ._accountant import BudgetExceededError, PrivacyAccountant
+from ._budget import Budget, gdp_budget, split_gdp
 from ._calibration import calibrate_gaussian, calibrate_noise_multiplier
 from ._composition import certify_delta, certify_epsilon, gdp_mu_of
 from ._conversions import (
@@ -73,6 +81,7 @@ from ._selection import (
 from ._split import split_epsilon
 
 __all__ = [
+    "Budget",
     "BudgetExceededError",
     "PrivacyAccountant",
     "calibrate_gaussian",
@@ -113,4 +122,6 @@ __all__ = [
     "reachable_quantile_level",
     "private_quantile_event",
     "split_epsilon",
+    "gdp_budget",
+    "split_gdp",
 ]

@@ -45,6 +45,7 @@ from ...privacy import (
     SampledWithoutReplacementDpEvent,
     SelfComposedDpEvent,
     calibrate_noise_multiplier,
+    gdp_budget,  # noqa: F401  (re-exported: the budget now lives in skdp.privacy)
     gdp_mu,
 )
 
@@ -284,43 +285,6 @@ def bilevel_event(design, stds):
             events.append(SelfComposedDpEvent(step, steps))
         profiles.append(ComposedDpEvent(events) if events else NoOpDpEvent())
     return profiles[0] if design.shared else ParallelDpEvent(profiles)
-
-
-def gdp_budget(epsilon, delta, other_event=None):
-    """GDP ``mu`` left for full-batch Gaussian steps after ``other_event``.
-
-    The largest ``mu`` such that ``other_event`` composed with a ``mu``-GDP
-    mechanism is ``(epsilon, delta)``-DP. Any plan made of full-batch
-    Gaussian steps whose ``sum (Delta / sigma)**2`` over a record's path is at
-    most ``mu**2`` then meets the target, so the budget can be split by shares
-    of ``mu**2`` exactly.
-
-    Parameters
-    ----------
-    epsilon : float
-        Target in (0, inf]; ``inf`` gives ``inf``.
-    delta : float
-    other_event : DpEvent, optional
-        Fixed steps of the same fit (for example a private quantile).
-
-    Returns
-    -------
-    mu : float
-
-    Examples
-    --------
-    >>> from skdp.privacy import PureDpEvent
-    >>> gdp_budget(1.0, 1e-6) > gdp_budget(1.0, 1e-6, PureDpEvent(0.1))
-    True
-    """
-    if math.isinf(epsilon):
-        return math.inf
-    if other_event is None:
-        return gdp_mu(epsilon, delta) / (1.0 + 1e-9)
-    z = calibrate_noise_multiplier(
-        lambda z: ComposedDpEvent([other_event, GaussianDpEvent(z)]), epsilon, delta
-    )
-    return 1.0 / z
 
 
 def calibrate_bilevel_noise(

@@ -1,8 +1,8 @@
 """Building blocks shared by the heavy-tailed GLM solvers (Asi, Liu and Tian).
 
-- :func:`split_gdp` turns a GDP budget ``mu`` into noise multipliers for
-  groups of full-batch Gaussian releases by shares of ``mu**2`` (exact: the
-  composition of full-batch Gaussian steps is ``sqrt(sum (1/z)**2)``-GDP).
+- :func:`split_gdp` (from :mod:`skdp.privacy`, re-exported) turns a GDP
+  budget ``mu`` into noise multipliers for groups of full-batch Gaussian
+  releases by shares of ``mu**2``.
 - :func:`row_lipschitz_bounds` gives the per-row Lipschitz bounds of
   Assumption 2 (known Lipschitz) for linear models on a ball.
 - :func:`loss_code`, :func:`safe_derivatives`: small numerical helpers
@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from ...losses import HuberLoss, LogisticLoss, SquaredLoss
+from ...privacy import split_gdp  # noqa: F401  (re-exported)
 
 __all__ = [
     "noise_std",
@@ -51,49 +52,6 @@ def noise_std(sensitivity, z):
     (0.0, 3.0)
     """
     return 0.0 if z == 0 else float(z) * float(sensitivity)
-
-
-def split_gdp(mu, parts):
-    """Noise multipliers for groups of full-batch Gaussian releases.
-
-    Group ``j`` has ``count_j`` releases, each with multiplier ``z_j`` and
-    receives the share ``share_j`` of ``mu**2``:
-    ``count_j / z_j**2 = share_j * mu**2``. The composition of all groups is
-    then exactly ``mu``-GDP (shares must sum to at most 1).
-
-    Parameters
-    ----------
-    mu : float
-        GDP budget of the records that take part in every group; ``inf``
-        means no noise.
-    parts : list of (int, float)
-        ``(count, share)`` per group.
-
-    Returns
-    -------
-    z : list of float
-        Multipliers (``0.0`` if ``mu`` is infinite, ``inf`` for an empty group).
-
-    Examples
-    --------
-    >>> [round(z, 3) for z in split_gdp(1.0, [(1, 0.5), (4, 0.5)])]
-    [1.414, 2.828]
-    """
-    shares = [float(s) for _, s in parts]
-    if sum(shares) > 1.0 + 1e-12 or min(shares, default=0.0) < 0:
-        raise ValueError("Budget shares must be non-negative and sum to at most 1.")
-    out = []
-    for count, share in parts:
-        if count == 0:
-            out.append(math.inf)
-        elif math.isinf(mu):
-            out.append(0.0)
-        elif share == 0:
-            raise ValueError("A group of releases received no budget.")
-        else:
-            # tiny margin: round-off must never make the plan overspend
-            out.append(math.sqrt(count / (share * mu * mu)) * (1.0 + 1e-9))
-    return out
 
 
 def loss_code(loss):
