@@ -171,6 +171,12 @@ PINNED_CONFIGS = {
     "BilevelRidge[loc_gd,bilevel]": _bilevel(
         inner_solver="loc_gd", max_iter=5, inner_max_iter=20
     ),
+    "BilevelRidge[sufficient_statistics,estimated_bounds]": (
+        lambda: _skdp()[0].BilevelRidge(
+            epsilon=2.0, inner_solver="sufficient_statistics", max_iter=20
+        ),
+        "regression",
+    ),
     "BilevelRidge[gd,estimated_bounds]": (
         lambda: _skdp()[0].BilevelRidge(epsilon=2.0),
         "regression",
