@@ -49,6 +49,10 @@ def gdp_budget(epsilon, delta, other_event=None):
     -------
     mu : float
 
+    References
+    ----------
+    Dong, Roth and Su, "Gaussian differential privacy", JRSS-B 2022.
+
     Examples
     --------
     >>> from skdp.privacy import PureDpEvent
@@ -85,6 +89,10 @@ def split_gdp(mu, parts):
     -------
     z : list of float
         Multipliers (``0.0`` if ``mu`` is infinite, ``inf`` for an empty group).
+
+    References
+    ----------
+    Dong, Roth and Su, "Gaussian differential privacy", JRSS-B 2022.
 
     Examples
     --------
