@@ -546,7 +546,7 @@ def write_report(args, syn, alpha_checks, intervals, solvers, diab, timing, elap
     lines += [
         "",
         "`bilevel_private_bounds` estimates both bounds privately instead of",
-        "using the public ones (`bounds_epsilon_share`, 10% of epsilon, raised so that",
+        "using the public ones (`estimation_share`, 10% of mu**2, raised so that",
         "each bound gets n * epsilon_bound >= 64: about 39% of epsilon at",
         "n = 331, epsilon = 1).",
         "",

@@ -19,7 +19,7 @@ For each estimator and total budget epsilon, on the same data and split:
 Estimators and data (test metric):
 
 - ``HeavyTailedLogisticRegression`` on Adult (log-loss on adult.test); grid
-  ``feature_norm`` x ``bound_share`` (public bound and budget share), 12 points;
+  ``feature_norm`` x ``estimation_share`` (public bound and budget share), 12 points;
 - ``MinimaxFairClassifier`` on Adult with sensitive feature ``sex``
   (log-loss); grid ``radius``, 10 points, other parameters public
   (``classes``, ``groups``, ``feature_norm=sqrt(13)``, the row-norm bound of
@@ -88,7 +88,7 @@ def case_heavy_tailed():
     base = HeavyTailedLogisticRegression(classes=[0, 1])
     grid = {
         "feature_norm": [1.0, 2.0, math.sqrt(13.0), None],
-        "bound_share": [0.05, 0.1, 0.3],
+        "estimation_share": [0.05, 0.1, 0.3],
     }
     return dict(
         name="HeavyTailedLogisticRegression on Adult",

@@ -14,6 +14,7 @@ import functools
 import hashlib
 import inspect
 import secrets
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -99,6 +100,35 @@ class PrivateEstimatorMixin:
         "random_state": ["random_state", np.random.Generator],
     }
 
+    #: ``{old parameter name: new name}``: renamed parameters kept for one
+    #: release. The old parameter's default is the string ``"deprecated"``;
+    #: a fit with any other value warns (FutureWarning) and uses it.
+    _renamed_parameters = {}
+
+    def _warn_renamed_parameters(self):
+        """FutureWarning for every renamed parameter that was set (public)."""
+        for old, new in self._renamed_parameters.items():
+            if not _is_deprecated_default(getattr(self, old, "deprecated")):
+                warnings.warn(
+                    f"`{old}` was renamed `{new}` in skdp 0.2 and will be removed "
+                    f"in 0.3; its value is used as `{new}` (a share of the GDP "
+                    f"budget mu**2). Pass `{new}` instead.",
+                    FutureWarning,
+                    stacklevel=4,
+                )
+
+    def _estimation_share(self):
+        """Share of ``mu**2`` spent on estimating public quantities.
+
+        ``estimation_share``, or the value of its deprecated old name if that
+        was set.
+        """
+        for old, new in self._renamed_parameters.items():
+            value = getattr(self, old, "deprecated")
+            if new == "estimation_share" and not _is_deprecated_default(value):
+                return float(value)
+        return float(self.estimation_share)
+
     def _fit_is_free(self):
         """Whether ``fit`` reads nothing from the data but its shape (public)."""
         return False
@@ -118,6 +148,7 @@ class PrivateEstimatorMixin:
         """
         # A fit that releases nothing (declared bounds or categories) has no
         # delta at stake: the cap on the default delta does not apply to it.
+        self._warn_renamed_parameters()
         epsilon = np.inf if self._fit_is_free() else self.epsilon
         self.delta_ = resolve_delta(self.delta, n_samples, epsilon)
         # Clones share the accountant but copy random_state: give each fit on
@@ -167,6 +198,10 @@ class PrivateEstimatorMixin:
             return
         eps = certify_epsilon(plan, self.delta_) if self.delta_ > 0 else np.inf
         self.privacy_spent_ = (float(eps), float(self.delta_))
+
+
+def _is_deprecated_default(value):
+    return isinstance(value, str) and value == "deprecated"
 
 
 def _silent_floating_point(method):

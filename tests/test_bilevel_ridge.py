@@ -951,11 +951,20 @@ def test_small_n_private_bounds_get_enough_budget():
     most half of epsilon): with the old 10% the private bound landed far
     above the data (and the noise blew up) with a large probability."""
     from skdp.linear_model._bilevel_ridge import _bound_quantile
+    from skdp.privacy import gdp_mu
+
+    def share_epsilon(n, k=2):
+        # estimation_share=0.1 of mu**2, a pure step at epsilon = mu sqrt(share)
+        return gdp_mu(1.0, n**-1.1) * math.sqrt(0.1 / k)
 
     model = BilevelRidge(inner_solver=SS, epsilon=1.0)
-    assert model._bound_epsilons(1000) == pytest.approx((64 / 1000, 64 / 1000))
+    assert model._bound_epsilons(1000) == pytest.approx(
+        (max(64 / 1000, share_epsilon(1000)),) * 2
+    )
+    assert 1000 * model._bound_epsilons(1000)[0] >= 64
     assert model._bound_epsilons(250) == pytest.approx((0.25, 0.25))  # half
-    assert model._bound_epsilons(10**5) == pytest.approx((0.05, 0.05))
+    assert model._bound_epsilons(10**5) == pytest.approx((share_epsilon(10**5),) * 2)
+    assert share_epsilon(10**5) > 64 / 10**5
     assert BilevelRidge(inner_solver=SS, epsilon=0.2)._bound_epsilons(
         250
     ) == pytest.approx((0.05, 0.05))

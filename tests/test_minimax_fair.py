@@ -11,7 +11,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from skdp import BudgetExceededError, MinimaxFairClassifier, PrivacyAccountant
-from skdp.privacy import certify_epsilon
+from skdp.privacy import certify_epsilon, gdp_mu
 from skdp.solvers.saddle_point.group_dro import GroupDROLogistic
 
 
@@ -71,9 +71,12 @@ def test_estimates_take_their_share_and_the_plan_is_what_is_charged():
     label, plan = acc.ledger[0]
     assert label == "MinimaxFairClassifier"
     assert certify_epsilon(plan, 1e-4) == pytest.approx(clf.privacy_spent_[0])
-    # The plan holds the quantile (pure, 4 * 0.5 / 2) and the histogram steps.
+    # The plan holds the quantile (pure, half of estimation_share of mu**2:
+    # epsilon = mu sqrt(0.5 / 2)) and the histogram steps.
     names = repr(plan)
-    assert "PureDpEvent(epsilon=1.0)" in names and "PoissonSampledDpEvent" in names
+    eps_quantile = float(gdp_mu(4.0, 1e-4)) * float(np.sqrt(0.5 / 2))
+    assert f"PureDpEvent(epsilon={eps_quantile!r})" in names
+    assert "PoissonSampledDpEvent" in names
     # Group priors and feature norm are released estimates: close, not exact.
     codes = np.searchsorted(["a", "b", "c"], g)
     np.testing.assert_allclose(clf.group_priors_, np.bincount(codes) / 600, atol=0.05)

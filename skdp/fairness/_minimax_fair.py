@@ -187,9 +187,11 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         priors: a private logistic regression on the importance-weighted
         records.
     estimation_share : float, default=0.1
-        Share of ``epsilon`` spent on estimating ``feature_norm``, the group
-        priors when they are not given, and the mean when ``center=True``
-        (split equally); the solver's
+        Share of the budget (of ``mu**2`` in GDP units, the same name and
+        unit in every skdp estimator) spent on estimating ``feature_norm``,
+        the group priors when they are not given, and the mean when
+        ``center=True`` (split equally; the pure-DP norm quantile with share
+        ``s`` gets ``epsilon = mu sqrt(s)``, the same zCDP cost); the solver's
         noise is then calibrated so that the whole fit meets ``(epsilon,
         delta)``.
     accountant : PrivacyAccountant or None, default=None
@@ -257,10 +259,10 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
       the default ``step_scale``, ``dual_scale``, ``batch_size``, ``max_iter``
       and solver were chosen by measurement on synthetic data and Adult
       (``benchmarks/minimax_fair.py``), never on the data being fitted.
-    - With ``"gda"`` and priors estimated, the noisy histogram takes
-      ``estimation_share`` of the Gaussian-DP budget ``mu**2`` (the feature
-      norm quantile, when estimated, takes its share of ``epsilon`` as with
-      the other solvers).
+    - Every solver: the estimates take ``estimation_share`` of the
+      Gaussian-DP budget ``mu**2`` (:class:`skdp.privacy.Budget`); the
+      noisy histogram and the mean are Gaussian releases at their share, the
+      feature norm quantile a pure-DP step with ``epsilon = mu sqrt(share)``.
     - The number of inner iterations of NISPP, hence the running time,
       depends on the data; timing side channels are outside the guarantee.
     - Floating-point Gaussian sampling is not exactly DP (Mironov 2012).
@@ -494,18 +496,16 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
                 "estimated (group_priors=None)."
             )
         n_estimates = int(needs_norm) + int(needs_priors) + int(self.center)
-        share = self.estimation_share * eps / max(n_estimates, 1)
+        # Each estimate takes its part of estimation_share of mu**2 (GDP):
+        # a Gaussian one is released at that GDP parameter; the pure-DP
+        # quantile gets epsilon = its mu (the same zCDP cost). The solver's
+        # noise is then calibrated exactly to what is left.
+        estimate = Budget.from_target(eps, delta, margin=False).share(
+            self.estimation_share, max(n_estimates, 1)
+        )
+        share = estimate.mu
+        z_est = estimate.noise_multiplier()
         gda = self.solver == "gda"
-        if gda and np.isfinite(eps):
-            # Gaussian estimates take their share of mu**2 (GDP), which is
-            # what they cost in the exact composition with the solver's steps.
-            z_est = (
-                Budget.from_target(eps, delta, margin=False)
-                .share(self.estimation_share, max(n_estimates, 1))
-                .noise_multiplier()
-            )
-        else:
-            z_est = calibrate_gaussian(share, delta) if np.isfinite(eps) else 0.0
         fixed = []
         if needs_norm:
             fixed.append(private_quantile_event(share))

@@ -7,7 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import PrivateEstimatorMixin
@@ -41,6 +41,7 @@ from ..solvers.bilevel.ridge.tuning import (
 )
 from ..utils import clip_rows, clip_targets, safe_row_norms
 from ..utils._scale_checks import warn_if_unscaled
+from ..utils._validation import resolve_delta
 
 __all__ = ["BilevelRidge"]
 
@@ -140,7 +141,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         Public bound on the Euclidean norm of a row of ``X``; larger rows are
         scaled down to it. ``None`` estimates a quantile of the row norms
         privately (exponential mechanism, pure DP) from
-        ``bounds_epsilon_share`` of ``epsilon``, searched in ``[1e-6, 1e6]``:
+        ``estimation_share`` of the budget, searched in ``[1e-6, 1e6]``:
         the 95% quantile, or a lower one (down to the median) when
         ``n * epsilon`` is too small for the 95% quantile to be estimated
         reliably. Passing a public bound is better, and **needed for good
@@ -150,13 +151,21 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     target_bound : float, default=None
         Public bound on ``|y|``; targets are clipped to ``[-B, B]``. ``None``
         estimates a quantile of ``|y|`` privately, as above.
-    bounds_epsilon_share : float, default=0.1
-        Fraction of ``epsilon`` spent on the bounds estimated privately
-        (half of it each when both are). Raised for small ``n`` so that each
+    estimation_share : float, default=0.1
+        Share of the budget (of ``mu**2`` in GDP units, the same name and
+        unit in every skdp estimator) spent on estimating public quantities:
+        the bounds estimated privately (half of it each when both are; a
+        pure-DP quantile with share ``s`` gets ``epsilon = mu sqrt(s)``, the
+        same zCDP cost), and with ``inner_solver="gd"`` the solver's private
+        scales and clip levels. Raised for small ``n`` so that each
         bound gets ``n * epsilon_bound >= 64`` (at most half of ``epsilon``
         in total): with less, the estimate lands far above the data with a
         non-negligible probability, and the noise (which grows with the
         bounds) blows up. Ignored when both bounds are given.
+    bounds_epsilon_share : float, default="deprecated"
+        Deprecated old name of ``estimation_share`` (renamed in 0.2, removed
+        in 0.3); its value is now read as a share of ``mu**2``, not of
+        ``epsilon``.
     fit_intercept : bool, default=True
         Fit an unpenalized intercept, as scikit-learn's ``Ridge`` does.
         Centring is not free under DP: with ``"sufficient_statistics"`` the
@@ -480,7 +489,11 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         **PrivateEstimatorMixin._privacy_parameter_constraints,
         "feature_norm": [Interval(Real, 0, None, closed="neither"), None],
         "target_bound": [Interval(Real, 0, None, closed="neither"), None],
-        "bounds_epsilon_share": [Interval(Real, 0, 1, closed="neither")],
+        "estimation_share": [Interval(Real, 0, 1, closed="neither")],
+        "bounds_epsilon_share": [
+            Interval(Real, 0, 1, closed="neither"),
+            Hidden(StrOptions({"deprecated"})),
+        ],
         "fit_intercept": ["boolean"],
         "alpha_min": [Interval(Real, 0, None, closed="neither"), None],
         "alpha_max": [Interval(Real, 0, None, closed="neither"), None],
@@ -501,6 +514,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         "inner_max_iter": [Interval(Integral, 1, None, closed="left")],
         "inner_rounds": [Interval(Integral, 1, None, closed="left")],
     }
+    _renamed_parameters = {"bounds_epsilon_share": "estimation_share"}
 
     def __init__(
         self,
@@ -509,7 +523,8 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         delta=None,
         feature_norm=None,
         target_bound=None,
-        bounds_epsilon_share=0.1,
+        estimation_share=0.1,
+        bounds_epsilon_share="deprecated",
         fit_intercept=True,
         alpha_min=None,
         alpha_max=None,
@@ -536,6 +551,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         self.delta = delta
         self.feature_norm = feature_norm
         self.target_bound = target_bound
+        self.estimation_share = estimation_share
         self.bounds_epsilon_share = bounds_epsilon_share
         self.fit_intercept = fit_intercept
         self.alpha_min = alpha_min
@@ -577,10 +593,12 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         n_val = min(n - 1, max(1, int(round(self.validation_fraction * n))))
         return n - n_val, n_val
 
-    def _bound_epsilons(self, n):
+    def _bound_epsilons(self, n, delta=None):
         """Pure-DP budget of each privately estimated bound.
 
-        ``bounds_epsilon_share * epsilon`` split over the missing bounds,
+        ``estimation_share`` of ``mu**2`` split over the missing bounds (a
+        pure step gets ``epsilon_b = mu sqrt(share / k)``: its zCDP cost
+        ``epsilon_b**2 / 2`` is that share of the GDP budget's ``mu**2 / 2``),
         raised to ``64 / n`` each when ``n`` is small (at most half of
         ``epsilon`` in total): a public function of ``n`` and ``epsilon``.
         """
@@ -588,7 +606,10 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         k = sum(missing)
         if k == 0:
             return 0.0, 0.0
-        each = self.bounds_epsilon_share * self.epsilon / k
+        if delta is None:
+            delta = resolve_delta(self.delta, n, self.epsilon)
+        budget = Budget.from_target(self.epsilon, delta, margin=False)
+        each = budget.share(self._estimation_share(), k).mu
         floor = min(_BOUND_MAX_SHARE * self.epsilon / k, _BOUND_MIN_N_EPSILON / n)
         each = max(each, floor)
         return tuple(each if m else 0.0 for m in missing)
@@ -682,7 +703,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         delta, rng = self._begin_private_fit(n)
         if self.inner_solver == "gd":
             return self._fit_gd(X, y, delta, rng)
-        eps_a, eps_b = self._bound_epsilons(n)
+        eps_a, eps_b = self._bound_epsilons(n, delta)
         bound_events = [private_quantile_event(e) for e in (eps_a, eps_b) if e > 0]
         bounds_event = ComposedDpEvent(bound_events) if bound_events else None
         mu = Budget.from_target(self.epsilon, delta, bounds_event).mu
@@ -815,6 +836,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             n_steps=self.inner_max_iter,
             fit_intercept=self.fit_intercept,
             tuning=self._tuning(),
+            bound_share=self._estimation_share(),
             # without both public bounds, small n pays the private scales
             # from up to half the budget rather than assume standardized
             # data (a public rule of the parameters)

@@ -13,7 +13,7 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.special import expit, logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -103,8 +103,13 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "step_size": [Interval(Real, 0, None, closed="neither"), None],
         "n_splits": [Interval(Integral, 1, None, closed="left")],
-        "bound_share": [Interval(Real, 0, 1, closed="neither")],
+        "estimation_share": [Interval(Real, 0, 1, closed="neither")],
+        "bound_share": [
+            Interval(Real, 0, 1, closed="neither"),
+            Hidden(StrOptions({"deprecated"})),
+        ],
     }
+    _renamed_parameters = {"bound_share": "estimation_share"}
 
     #: Largest share of ``mu**2`` the known-Lipschitz plan may spend on the
     #: scale quantiles when ``n`` is too small for their default share
@@ -185,7 +190,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 n_scales=n_scales,
                 feature_scale=self._feature_scale(),
                 adaptive_clip=adaptive,
-                bound_share=self.bound_share,
+                bound_share=self._estimation_share(),
                 target=target,
                 small_n_share=self._small_n_share,
             )
@@ -203,7 +208,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 n_scales=n_scales,
                 feature_scale=self._feature_scale(),
                 adaptive_clip=adaptive,
-                bound_share=self.bound_share,
+                bound_share=self._estimation_share(),
             )
         return make_localized_plan(
             mu,
@@ -214,7 +219,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
             n_scales=n_scales,
             feature_scale=self._feature_scale(),
             adaptive_clip=adaptive,
-            bound_share=self.bound_share,
+            bound_share=self._estimation_share(),
         )
 
     # -- solve ----------------------------------------------------------------
@@ -399,7 +404,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
             n_scales=int(not use_paper),
             feature_scale=self._feature_scale(),
             adaptive_clip=not use_paper,
-            bound_share=self.bound_share,
+            bound_share=self._estimation_share(),
         )
         if shared_ovr:
             plan = make_shared_ovr_plan(mu, n, d, self.max_iter, n_classes, **plan_kw)
@@ -572,7 +577,7 @@ _COMMON_DOC = """
         The features are not centred unless ``center=True`` (a private mean,
         paid from the budget); with ``known_lipschitz`` regression the
         intercept starts at a private median of ``y``, paid from
-        ``bound_share``.
+        ``estimation_share``.
     k : int, default=4
         Moment order of the heavy-tailed assumption (used only with ``G_k``).
     G_k : float, default=None
@@ -581,7 +586,7 @@ _COMMON_DOC = """
         formula (Theorem 2, Algorithm 8 line 4, or Corollary 1) -- typically
         far larger than needed. If ``None`` (recommended), clip levels are
         private quantiles of the per-sample gradient norms at the current
-        iterate, paid from ``bound_share`` of the budget.
+        iterate, paid from ``estimation_share`` of the budget.
     G_2 : float, default=None
         Public second-moment bound (``onepass`` step size and the
         ``localized`` ball radius ``2 G_2 / lambda``); defaults to ``G_k``.
@@ -618,9 +623,14 @@ _COMMON_DOC = """
         s**2)``; later phases halve it).
     n_splits : int, default=3
         Chunks per phase of ``localized`` (the paper's ``J``).
-    bound_share : float, default=0.1
-        Share of the budget (of ``mu**2`` in GDP units) spent on private
-        clip and truncation levels when ``G_k`` is ``None``.
+    estimation_share : float, default=0.1
+        Share of the budget (of ``mu**2`` in GDP units) spent on estimating
+        public quantities: private clip and truncation levels and scales
+        when ``G_k`` is ``None`` (the same name and unit in every skdp
+        estimator).
+    bound_share : float, default="deprecated"
+        Deprecated old name of ``estimation_share`` (same unit); renamed in
+        0.2, removed in 0.3.
     accountant : PrivacyAccountant, default=None
         Shared budget to spend from.
     random_state : int, Generator or None, default=None
@@ -640,7 +650,7 @@ _COMMON_NOTES = """
     ``localized`` a :class:`~skdp.privacy.ParallelDpEvent` over disjoint
     phases/chunks, each with the whole budget.
 
-    Budget shares (of ``mu**2``) with the default ``bound_share=0.1``: 1% per
+    Budget shares (of ``mu**2``) with the default ``estimation_share=0.1``: 1% per
     scale quantile over all records (the feature scale ``s``; a high
     quantile of the row norms for Algorithm 4's truncation and the clip
     search range; of ``|y|`` for the squared loss; the median of ``y`` that
@@ -796,7 +806,8 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
         max_iter="auto",
         step_size=None,
         n_splits=3,
-        bound_share=0.1,
+        estimation_share=0.1,
+        bound_share="deprecated",
         accountant=None,
         random_state=None,
     ):
@@ -815,6 +826,7 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
         self.max_iter = max_iter
         self.step_size = step_size
         self.n_splits = n_splits
+        self.estimation_share = estimation_share
         self.bound_share = bound_share
         self.accountant = accountant
         self.random_state = random_state
@@ -978,7 +990,8 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
         max_iter=30,
         step_size=None,
         n_splits=3,
-        bound_share=0.1,
+        estimation_share=0.1,
+        bound_share="deprecated",
         accountant=None,
         random_state=None,
     ):
@@ -997,6 +1010,7 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
         self.max_iter = max_iter
         self.step_size = step_size
         self.n_splits = n_splits
+        self.estimation_share = estimation_share
         self.bound_share = bound_share
         self.accountant = accountant
         self.random_state = random_state
