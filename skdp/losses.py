@@ -215,6 +215,34 @@ class LogisticLoss(_GLMLoss):
     def derivative(self, z, y):
         return -y * expit(-y * z)
 
+    @staticmethod
+    def margin_value(margin):
+        """Loss at the margin ``m = y z``: ``log(1 + exp(-m))``.
+
+        Parameters
+        ----------
+        margin : ndarray
+
+        Returns
+        -------
+        ndarray
+        """
+        return np.logaddexp(0.0, -margin)
+
+    @staticmethod
+    def margin_derivative(margin):
+        """Derivative in the margin ``m = y z``: ``-1 / (1 + exp(m))``.
+
+        Parameters
+        ----------
+        margin : ndarray
+
+        Returns
+        -------
+        ndarray
+        """
+        return -expit(-margin)
+
 
 _LOSSES = {"squared": SquaredLoss, "huber": HuberLoss, "logistic": LogisticLoss}
 

@@ -37,7 +37,12 @@ from ..solvers.saddle_point.dispatch import (
 from ..solvers.saddle_point.gda import group_dro_gda
 from ..solvers.saddle_point.group_dro import GroupDROLogistic
 from ..solvers.saddle_point.nseg import nseg_step_size
-from ..utils import clip_rows, safe_row_norms
+from ..utils import (
+    add_intercept_column,
+    clip_rows,
+    safe_row_norms,
+    uncenter_intercept,
+)
 from ._groups import encode_groups, inferred_group_labels, normalise_label
 
 __all__ = ["MinimaxFairClassifier"]
@@ -576,7 +581,7 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         c0 = float(self.intercept_scaling) if self.fit_intercept else 0.0
         bound = math.hypot(feature_norm, c0)
         if self.fit_intercept:
-            Xa = np.hstack([X, np.full((n, 1), c0)])
+            Xa = add_intercept_column(X, c0)
             Xa = clip_rows(Xa, bound, row_norms=np.hypot(norms, c0))
         else:
             Xa = clip_rows(X, bound, row_norms=norms)
@@ -725,8 +730,9 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
             self.coef_ = w[None, :-1].copy()
             self.intercept_ = np.array([w[-1] * c0])
             if center is not None:
-                # x_c @ coef + b = x @ coef + (b - center @ coef)
-                self.intercept_ -= float(center @ self.coef_[0])
+                self.intercept_ = uncenter_intercept(
+                    self.intercept_, self.coef_[0], center
+                )
         else:
             self.coef_ = w[None, :].copy()
             self.intercept_ = np.zeros(1)

@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import PrivateEstimatorMixin
 from ..exceptions import warn_inferred_set
-from ..losses import HuberLoss, LogisticLoss, SquaredLoss
+from ..losses import LogisticLoss, SquaredLoss, get_loss
 from ..privacy import (
     Budget,
     ComposedDpEvent,
@@ -51,7 +51,7 @@ from ..solvers.heavy_tailed.onepass import (
     onepass_clipped_dp_sgd,
     paper_onepass_parameters,
 )
-from ..utils import clip_rows, safe_row_norms
+from ..utils import clip_rows, safe_row_norms, uncenter_intercept
 from ..utils._scale_checks import warn_if_unscaled
 from ..utils._sparse import as_float_rows, clip_rows_any, is_sparse, row_norms
 
@@ -478,8 +478,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
             return w, 0.0
         coef, intercept = w[:-1], float(w[-1])
         if self.center_ is not None:
-            # x_c @ coef + b = x @ coef + (b - center @ coef)
-            intercept -= float(self.center_ @ coef)
+            intercept = uncenter_intercept(intercept, coef, self.center_)
         return coef, intercept
 
     def _set_info(self, infos):
@@ -867,7 +866,9 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
         )
         self._check_sparse(X)
         y = np.asarray(y, dtype=np.float64)
-        loss = SquaredLoss() if self.loss == "squared" else HuberLoss(self.tau)
+        loss = get_loss(
+            self.loss, **({"tau": self.tau} if self.loss == "huber" else {})
+        )
         ((w, info),) = self._fit_problems(X, [y], loss, self.loss)
         self.coef_, self.intercept_ = self._split_coef(w)
         self._set_info([info])
@@ -1086,7 +1087,7 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
             coef = w[:-1].T if self.fit_intercept else w.T
             intercept = w[-1].copy() if self.fit_intercept else np.zeros(w.shape[1])
             if self.center_ is not None:
-                intercept -= coef @ self.center_
+                intercept = uncenter_intercept(intercept, coef, self.center_)
             self.coef_ = np.ascontiguousarray(coef)
             self.intercept_ = intercept
             self._softmax = True
@@ -1107,7 +1108,7 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
             targets = [np.where(y == self.classes_[1], 1.0, -1.0)]
         else:
             targets = [np.where(y == c, 1.0, -1.0) for c in self.classes_]
-        results = self._fit_problems(X, targets, LogisticLoss(), "logistic")
+        results = self._fit_problems(X, targets, get_loss("logistic"), "logistic")
         coefs, intercepts = zip(*(self._split_coef(w) for w, _ in results))
         self.coef_ = np.vstack(coefs)
         self.intercept_ = np.asarray(intercepts, dtype=np.float64)

@@ -14,7 +14,7 @@ Dask is optional: nothing here imports it until a dask collection is passed
 
 import numpy as np
 
-from ..utils import clip_rows, clip_targets
+from ..utils import add_intercept_column, clip_rows, clip_targets
 
 __all__ = [
     "DISTRIBUTED_FITS",
@@ -145,7 +145,7 @@ def _block_statistics(Xb, yb, labels, n_parts, feature_norm, target_bound, c):
         Xc = clip_rows(clip_rows(Xb, feature_norm) / feature_norm, 1.0)
         yc = clip_targets(clip_targets(yb, target_bound) / target_bound, 1.0)
         if c is not None:
-            Xc = np.hstack([Xc, np.full((Xc.shape[0], 1), float(c))])
+            Xc = add_intercept_column(Xc, c)
         out = []
         for k in range(n_parts):
             m = slice(None) if labels is None else labels == k

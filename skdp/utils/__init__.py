@@ -8,6 +8,7 @@ from ._validation import (
     clip_targets,
     resolve_delta,
     safe_row_norms,
+    uncenter_intercept,
 )
 
 __all__ = [
@@ -18,4 +19,5 @@ __all__ = [
     "clip_targets",
     "resolve_delta",
     "safe_row_norms",
+    "uncenter_intercept",
 ]

@@ -290,6 +290,34 @@ def check_generator(random_state, stream=None):
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
 
 
+def uncenter_intercept(intercept, coef, center):
+    """Intercept of a model fitted on centred rows, for the raw rows.
+
+    ``(x - center) @ coef + b = x @ coef + (b - center @ coef)``: the one
+    place where centring's intercept fix is written.
+
+    Parameters
+    ----------
+    intercept : float or ndarray of shape (k,)
+    coef : ndarray of shape (d,) or (k, d)
+    center : ndarray of shape (d,)
+        The (public, privately released) centre.
+
+    Returns
+    -------
+    float or ndarray of shape (k,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> uncenter_intercept(1.0, np.array([2.0, 0.0]), np.array([0.5, 3.0]))
+    0.0
+    """
+    if np.ndim(coef) == 1:
+        return intercept - float(np.asarray(center) @ coef)
+    return intercept - coef @ center
+
+
 def add_intercept_column(X, value=1.0):
     """Append a constant column so that an intercept becomes a coefficient.
 

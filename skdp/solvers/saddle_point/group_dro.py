@@ -44,8 +44,8 @@ never privacy.
 import math
 
 import numpy as np
-from scipy.special import expit
 
+from ...losses import LogisticLoss
 from ..projections import Ball, ProductDomain, Simplex
 
 __all__ = ["GroupDROLogistic"]
@@ -147,8 +147,8 @@ class GroupDROLogistic:
         X, y, g = self.X[indices], self.y[indices], self.groups[indices]
         margin = y * (X @ w)
         weight = self._inv_prior[g]
-        loss = np.logaddexp(0.0, -margin)
-        dloss = -expit(-margin)  # derivative in the margin
+        loss = LogisticLoss.margin_value(margin)
+        dloss = LogisticLoss.margin_derivative(margin)
         grad_w = X.T @ (q[g] * weight * dloss * y)
         h = np.bincount(g, weights=loss * weight, minlength=self.n_groups)
         grad_r = -self.dual_scale * (h - h.sum() / self.n_groups)
@@ -172,7 +172,7 @@ class GroupDROLogistic:
         ndarray of shape (m,)
         """
         idx = np.arange(self.y.size) if indices is None else indices
-        loss = np.logaddexp(0.0, -self.y[idx] * (self.X[idx] @ w))
+        loss = LogisticLoss.margin_value(self.y[idx] * (self.X[idx] @ w))
         h = np.bincount(self.groups[idx], weights=loss, minlength=self.n_groups)
         return h * self._inv_prior / idx.size
 
@@ -199,8 +199,8 @@ class GroupDROLogistic:
 
         def value_grad(w):
             margin = y * (X @ w)
-            value = float(weights @ np.logaddexp(0.0, -margin))
-            grad = X.T @ (weights * -expit(-margin) * y)
+            value = float(weights @ LogisticLoss.margin_value(margin))
+            grad = X.T @ (weights * LogisticLoss.margin_derivative(margin) * y)
             return value, grad
 
         w = np.zeros(self.n_features)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ....privacy import gaussian_noise
+from ....utils import add_intercept_column
 
 __all__ = [
     "RawStatistics",
@@ -291,11 +292,7 @@ def exact_statistics(X, y, intercept_scaling=None):
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
     n = X.shape[0]
-    Z = (
-        X
-        if intercept_scaling is None
-        else np.hstack([X, np.full((n, 1), float(intercept_scaling))])
-    )
+    Z = X if intercept_scaling is None else add_intercept_column(X, intercept_scaling)
     return RawStatistics(Z.T @ Z, Z.T @ y, n, intercept_scaling, float(y @ y))
 
 
