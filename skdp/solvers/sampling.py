@@ -1,4 +1,4 @@
-"""Public batch schedules of the saddle-point solvers and their privacy events.
+"""Public batch samplers of the solvers (saddle-point and bilevel) and their privacy events.
 
 A schedule says which records each noisy release reads. It depends only on
 public quantities (``n``, batch size, number of releases, sampling scheme)
@@ -43,7 +43,7 @@ from ..privacy import (
     SelfComposedDpEvent,
 )
 
-__all__ = ["BatchSchedule", "SAMPLING_SCHEMES"]
+__all__ = ["BatchSchedule", "FractionSampler", "SAMPLING_SCHEMES"]
 
 SAMPLING_SCHEMES = ("disjoint", "poisson", "without_replacement")
 
@@ -166,6 +166,67 @@ class BatchSchedule:
         else:
             for _ in range(self.n_releases):
                 yield _uniform_subset(rng, n, b)
+
+
+class FractionSampler:
+    """Batches of one part, one at a time: full, Poisson or fixed size.
+
+    The sampler of the bilevel solver (:mod:`skdp.solvers.bilevel.hypergradient`),
+    whose batch sizes are fractions of a part and whose steps are drawn one
+    at a time; :class:`BatchSchedule` is the saddle-point solvers' schedule
+    of a fixed number of releases. Both run the schemes their accounting
+    describes (Poisson: :class:`~skdp.privacy.PoissonSampledDpEvent`; fixed
+    size without replacement:
+    :class:`~skdp.privacy.SampledWithoutReplacementDpEvent`); they draw a
+    Poisson batch differently (a mask here, a binomial size then a subset
+    there), so each keeps its random stream.
+
+    Parameters
+    ----------
+    n : int
+        Public size of the part.
+    scheme : {None, "poisson", "without_replacement"}
+        ``None``: the full batch.
+    fraction : float
+        Sampling probability (Poisson) or batch size over ``n``.
+    rng : numpy.random.Generator
+
+    Attributes
+    ----------
+    normalizer : float
+        Public divisor of a batch sum (``n``, ``q n`` or the batch size).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = FractionSampler(10, "without_replacement", 0.3, np.random.default_rng(0))
+    >>> s.normalizer, s.draw().size
+    (3.0, 3)
+    """
+
+    def __init__(self, n, scheme, fraction, rng):
+        self.n, self.scheme, self.rng = int(n), scheme, rng
+        if scheme is None:
+            self.normalizer = float(self.n)
+        elif scheme == "poisson":
+            self.q = float(fraction)
+            self.normalizer = self.q * self.n
+        else:
+            self.size = max(1, int(round(fraction * self.n)))
+            self.normalizer = float(self.size)
+
+    def draw(self):
+        """Indices of the next batch (a slice for the full batch: no copy).
+
+        Returns
+        -------
+        slice or ndarray of int
+        """
+        if self.scheme is None:
+            return slice(None)
+        if self.scheme == "poisson":
+            return np.flatnonzero(self.rng.random(self.n) < self.q)
+        return self.rng.choice(self.n, size=self.size, replace=False)
 
 
 def _uniform_subset(rng, n, size):

@@ -33,6 +33,7 @@ import numpy as np
 
 from ...privacy import gaussian_noise
 from ...utils import clip_factors, safe_row_norms
+from ..sampling import FractionSampler as _Sampler
 from .inner import localized_noisy_gd
 
 __all__ = [
@@ -245,29 +246,6 @@ def bilevel_outer_loop(
         step_norms=np.array(steps),
         hypergradients=np.array(grads),
     )
-
-
-class _Sampler:
-    """Batches of one part: full, Poisson or fixed size without replacement."""
-
-    def __init__(self, n, scheme, fraction, rng):
-        self.n, self.scheme, self.rng = int(n), scheme, rng
-        if scheme is None:
-            self.normalizer = float(self.n)
-        elif scheme == "poisson":
-            self.q = float(fraction)
-            self.normalizer = self.q * self.n
-        else:
-            self.size = max(1, int(round(fraction * self.n)))
-            self.normalizer = float(self.size)
-
-    def draw(self):
-        """Indices of the next batch (a slice for the full batch: no copy)."""
-        if self.scheme is None:
-            return slice(None)
-        if self.scheme == "poisson":
-            return np.flatnonzero(self.rng.random(self.n) < self.q)
-        return self.rng.choice(self.n, size=self.size, replace=False)
 
 
 def _sum_clipped(oracle, x, y, idx, clip_norm, dim):
