@@ -19,13 +19,14 @@ from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import expit, logsumexp
 from sklearn.base import _clone_parametrized
 from sklearn.utils._param_validation import Interval
 
 from .privacy import BudgetExceededError, PrivacyAccountant, certify_epsilon
 from .utils._validation import check_generator, resolve_delta
 
-__all__ = ["PrivateEstimatorMixin"]
+__all__ = ["PrivateClassifierMixin", "PrivateEstimatorMixin"]
 
 # First spawn-key entry of clone streams: keeps them apart from ledger streams
 # (spawn keys of length one) and from the parent's own stream (no spawn key).
@@ -198,6 +199,82 @@ class PrivateEstimatorMixin:
             return
         eps = certify_epsilon(plan, self.delta_) if self.delta_ > 0 else np.inf
         self.privacy_spent_ = (float(eps), float(self.delta_))
+
+
+class PrivateClassifierMixin:
+    """Probabilities and labels of a linear classifier from its scores.
+
+    A classifier defines ``decision_function`` (no noise: predictions are
+    post-processing of the released model) and ``classes_``; this mixin
+    derives ``predict_proba``, ``predict_log_proba`` and ``predict`` from it,
+    the same way for every skdp classifier. Scores of shape ``(n,)`` are
+    binary (``p = expit(score)``); scores of shape ``(n, K)`` are a softmax
+    when ``_softmax`` is true, else one-vs-rest probabilities normalised to
+    sum to one.
+    """
+
+    _softmax = False
+
+    def predict_proba(self, X):
+        """Class probabilities (one-vs-rest scores normalised if more than two classes).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            p = expit(scores)
+            return np.column_stack([1.0 - p, p])
+        if self._softmax:
+            return np.exp(scores - logsumexp(scores, axis=1, keepdims=True))
+        p = expit(scores)
+        total = p.sum(axis=1, keepdims=True)
+        return np.divide(
+            p, total, out=np.full_like(p, 1.0 / p.shape[1]), where=total > 0
+        )
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        scores = self.decision_function(X)
+        # In log space, so that confident predictions stay finite.
+        if scores.ndim == 1:
+            return -np.column_stack(
+                [np.logaddexp(0.0, scores), np.logaddexp(0.0, -scores)]
+            )
+        if self._softmax:
+            return scores - logsumexp(scores, axis=1, keepdims=True)
+        log_p = -np.logaddexp(0.0, -scores)
+        return log_p - logsumexp(log_p, axis=1, keepdims=True)
+
+    def predict(self, X):
+        """Predicted class labels.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        scores = self.decision_function(X)  # checks fitted first
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
 
 
 def _is_deprecated_default(value):

@@ -5,13 +5,12 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from ..base import PrivateEstimatorMixin
+from ..base import PrivateClassifierMixin, PrivateEstimatorMixin
 from ..exceptions import warn_inferred_set
 from ..privacy import (
     Budget,
@@ -65,7 +64,9 @@ _GDA_DUAL_WARMUP = 0.3
 _GDA_CONFIDENCE = 1.0
 
 
-class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimator):
+class MinimaxFairClassifier(
+    PrivateClassifierMixin, PrivateEstimatorMixin, ClassifierMixin, BaseEstimator
+):
     """Differentially private minimax group-fair (group DRO) logistic classifier.
 
     Fits a linear classifier that minimises the *worst group's* logistic
@@ -769,45 +770,3 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
             scores[bad] = np.sign(rows / scale @ coef) * np.inf
             scores[bad & np.isnan(scores)] = self.intercept_[0]
         return scores
-
-    def predict_proba(self, X):
-        """Class probabilities ``[1 - p, p]`` with ``p = expit(decision_function)``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, 2)
-        """
-        p = expit(self.decision_function(X))
-        return np.column_stack([1.0 - p, p])
-
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, 2)
-        """
-        d = self.decision_function(X)
-        return np.column_stack([-np.logaddexp(0.0, d), -np.logaddexp(0.0, -d)])
-
-    def predict(self, X):
-        """Predicted class labels.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        positive = self.decision_function(X) > 0  # checks fitted first
-        return self.classes_[positive.astype(int)]

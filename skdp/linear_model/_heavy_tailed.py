@@ -11,13 +11,12 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import expit, logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..base import PrivateEstimatorMixin
+from ..base import PrivateClassifierMixin, PrivateEstimatorMixin
 from ..exceptions import warn_inferred_set
 from ..losses import LogisticLoss, SquaredLoss, get_loss
 from ..privacy import (
@@ -888,7 +887,9 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
         return self._decision(X)
 
 
-class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
+class HeavyTailedLogisticRegression(
+    PrivateClassifierMixin, ClassifierMixin, _HeavyTailedGLM
+):
     """Differentially private logistic regression for heavy-tailed features.
 
     Minimises the mean logistic loss with the algorithms of Asi, Liu and
@@ -1128,67 +1129,6 @@ class HeavyTailedLogisticRegression(ClassifierMixin, _HeavyTailedGLM):
         """
         scores = self._decision(X)
         return scores.ravel() if scores.shape[1] == 1 else scores
-
-    def predict_proba(self, X):
-        """Class probabilities (one-vs-rest scores normalised if more than two classes).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-        """
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            p = expit(scores)
-            return np.column_stack([1.0 - p, p])
-        if self._softmax:
-            return np.exp(scores - logsumexp(scores, axis=1, keepdims=True))
-        p = expit(scores)
-        total = p.sum(axis=1, keepdims=True)
-        return np.divide(
-            p, total, out=np.full_like(p, 1.0 / p.shape[1]), where=total > 0
-        )
-
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-        """
-        scores = self.decision_function(X)
-        # In log space, so that confident predictions stay finite.
-        if scores.ndim == 1:
-            return -np.column_stack(
-                [np.logaddexp(0.0, scores), np.logaddexp(0.0, -scores)]
-            )
-        if self._softmax:
-            return scores - logsumexp(scores, axis=1, keepdims=True)
-        log_p = -np.logaddexp(0.0, -scores)
-        return log_p - logsumexp(log_p, axis=1, keepdims=True)
-
-    def predict(self, X):
-        """Predicted class labels.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
 
 
 for _cls in (HeavyTailedLinearRegression, HeavyTailedLogisticRegression):
