@@ -5,7 +5,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
@@ -461,6 +461,7 @@ class MinimaxFairClassifier(
         return labels, codes, priors
 
     # -- fit ----------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, sensitive_features=None):
         """Fit the private minimax-fair classifier.
 
@@ -477,7 +478,6 @@ class MinimaxFairClassifier(
         -------
         self : MinimaxFairClassifier
         """
-        self._validate_params()
         if self.center and not self.fit_intercept:
             raise ValueError(
                 "center=True needs fit_intercept=True: the offset removed from the "

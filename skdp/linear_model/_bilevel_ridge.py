@@ -6,7 +6,7 @@ from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -649,6 +649,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             inner_rounds=self.inner_rounds,
         )
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the private model and tune its penalty privately.
 
@@ -661,7 +662,6 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         -------
         self : BilevelRidge
         """
-        self._validate_params()
         if is_dask_collection(X):
             X, y = self._validate_dask(X, y)
         else:

@@ -6,7 +6,13 @@ from copy import deepcopy
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.base import (
+    BaseEstimator,
+    MetaEstimatorMixin,
+    _fit_context,
+    clone,
+    is_classifier,
+)
 from sklearn.model_selection import ParameterGrid, ParameterSampler
 from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils._param_validation import HasMethods, Interval
@@ -271,6 +277,8 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         return delta
 
     # -- fit ------------------------------------------------------------------------
+    # the searched estimator validates its own parameters when it is fitted
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None, **fit_params):
         """Run the private search.
 
@@ -287,7 +295,6 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         -------
         self : PrivateSearchCV
         """
-        self._validate_params()
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y "
