@@ -309,6 +309,30 @@ def _silent_floating_point(method):
     return silent
 
 
+#: Parameters that do not change what a fit computes: left out of the digest,
+#: so that adding them keeps every clone's random stream.
+_NOT_IN_DIGEST = ("verbose",)
+
+
+def _stream_params(estimator):
+    """Parameters that name a clone's stream, as they were before renames.
+
+    A renamed parameter enters under its old name with its effective value,
+    and ``verbose`` not at all, so a renaming or a new ``verbose`` leaves the
+    random streams of inherited-seed clones (hence every cross-validated
+    number) unchanged.
+    """
+    params = dict(estimator.get_params(deep=False))
+    for old, new in getattr(estimator, "_renamed_parameters", {}).items():
+        if old in params and new in params:
+            value = params.pop(new)
+            if _is_deprecated_default(params[old]):
+                params[old] = value
+    for name in _NOT_IN_DIGEST:
+        params.pop(name, None)
+    return params
+
+
 def _fit_digest(estimator, values):
     """Spawn-key words from an estimator's parameters and its fit's inputs.
 
@@ -320,7 +344,7 @@ def _fit_digest(estimator, values):
     published seed the noise was recoverable anyway (see the threat model).
     Nothing of it is released.
     """
-    params = repr(sorted(estimator.get_params(deep=False).items()))
+    params = repr(sorted(_stream_params(estimator).items()))
     h = hashlib.sha256(params.encode())
     flat = []
     for value in values:
