@@ -130,6 +130,17 @@ class PrivateEstimatorMixin:
                 return float(value)
         return float(self.estimation_share)
 
+    def _progress(self, message, level=1):
+        """Print one progress line when ``verbose >= level``.
+
+        Only public quantities may be printed: counters, the parameters,
+        ``n``, the plan and its noise multipliers, ``privacy_spent_``; never
+        a value, time or count computed from the private data (scikit-learn's
+        ``verbose`` convention, under DP).
+        """
+        if getattr(self, "verbose", 0) >= level:
+            print(f"[{type(self).__name__}] {message}", flush=True)
+
     def _fit_is_free(self):
         """Whether ``fit`` reads nothing from the data but its shape (public)."""
         return False
@@ -152,6 +163,10 @@ class PrivateEstimatorMixin:
         self._warn_renamed_parameters()
         epsilon = np.inf if self._fit_is_free() else self.epsilon
         self.delta_ = resolve_delta(self.delta, n_samples, epsilon)
+        self._progress(
+            f"fit on {n_samples} records: epsilon={self.epsilon:g}, "
+            f"delta_={self.delta_:.3g}"
+        )
         # Clones share the accountant but copy random_state: give each fit on
         # the ledger its own stream, or CV folds would reuse the same noise.
         # Without an accountant, a clone that kept its parent's random_state
@@ -172,6 +187,11 @@ class PrivateEstimatorMixin:
 
     def _spend(self, plan):
         """Charge ``plan`` to the shared accountant, if any, before any noise."""
+        self._progress(
+            "privacy plan fixed before reading the data"
+            + (", charged to the shared accountant" if self.accountant else "")
+        )
+        self._progress(f"plan: {plan!r}", level=2)
         if self.accountant is None:
             return
         # A non-private fit releases its statistics exactly: no finite budget
@@ -196,9 +216,14 @@ class PrivateEstimatorMixin:
         """Set ``privacy_spent_`` to the certified ``(epsilon, delta_)`` of ``plan``."""
         if np.isinf(self.epsilon):
             self.privacy_spent_ = (np.inf, self.delta_)
+            self._progress("done: epsilon=inf, no noise")
             return
         eps = certify_epsilon(plan, self.delta_) if self.delta_ > 0 else np.inf
         self.privacy_spent_ = (float(eps), float(self.delta_))
+        self._progress(
+            f"done: privacy_spent_=({self.privacy_spent_[0]:.4g}, "
+            f"{self.privacy_spent_[1]:.3g})"
+        )
 
 
 class PrivateClassifierMixin:

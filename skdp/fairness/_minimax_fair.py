@@ -200,6 +200,10 @@ class MinimaxFairClassifier(
         ``s`` gets ``epsilon = mu sqrt(s)``, the same zCDP cost); the solver's
         noise is then calibrated so that the whole fit meets ``(epsilon,
         delta)``.
+    verbose : int, default=0
+        Print the fit's phases (records, plan, solver stages, privacy spent)
+        when positive; ``2`` also prints the privacy plan. Only public
+        quantities are printed, never anything computed from the data.
     accountant : PrivacyAccountant or None, default=None
         Shared budget to spend from.
     random_state : int, Generator or None, default=None
@@ -317,6 +321,7 @@ class MinimaxFairClassifier(
         "dual_scale": [Interval(Real, 0, None, closed="neither"), None],
         "dual_step": [Interval(Real, 0, None, closed="left"), None],
         "estimation_share": [Interval(Real, 0, 1, closed="neither")],
+        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -343,6 +348,7 @@ class MinimaxFairClassifier(
         estimation_share=0.1,
         accountant=None,
         random_state=None,
+        verbose=0,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -365,6 +371,7 @@ class MinimaxFairClassifier(
         self.estimation_share = estimation_share
         self.accountant = accountant
         self.random_state = random_state
+        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -547,6 +554,11 @@ class MinimaxFairClassifier(
             )
             z = calibrate_schedule(schedule, eps, delta, fixed_event)
             plan = schedule_event(schedule, z, fixed_event)
+        self._progress(
+            f"solver={self.solver!r}: {n_steps if gda else schedule.n_releases} "
+            "noisy releases"
+            + (f", {n_estimates} private estimate(s)" if n_estimates else "")
+        )
         self._spend(plan)
 
         # Public quantities estimated privately (the only other noise).

@@ -359,6 +359,10 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         ``"gd"`` (noise calibrated to them).
     inner_rounds : int, default=2
         Localization rounds of ``"loc_gd"``.
+    verbose : int, default=0
+        Print the fit's phases (records, plan, solver stages, privacy spent)
+        when positive; ``2`` also prints the privacy plan. Only public
+        quantities are printed, never anything computed from the data.
     accountant : PrivacyAccountant, default=None
         Shared budget to spend from (kept across ``clone``).
     random_state : int, Generator or None, default=None
@@ -490,6 +494,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         "feature_norm": [Interval(Real, 0, None, closed="neither"), None],
         "target_bound": [Interval(Real, 0, None, closed="neither"), None],
         "estimation_share": [Interval(Real, 0, 1, closed="neither")],
+        "verbose": ["verbose"],
         "bounds_epsilon_share": [
             Interval(Real, 0, 1, closed="neither"),
             Hidden(StrOptions({"deprecated"})),
@@ -546,6 +551,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         inner_rounds=2,
         accountant=None,
         random_state=None,
+        verbose=0,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -574,6 +580,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         self.inner_rounds = inner_rounds
         self.accountant = accountant
         self.random_state = random_state
+        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -701,6 +708,10 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 stacklevel=2,
             )
         delta, rng = self._begin_private_fit(n)
+        self._progress(
+            f"inner_solver={self.inner_solver!r}, tuning={tuning!r}"
+            + ("" if self.inner_solver == "gd" else f", split {n_train} / {n_val}")
+        )
         if self.inner_solver == "gd":
             return self._fit_gd(X, y, delta, rng)
         eps_a, eps_b = self._bound_epsilons(n, delta)

@@ -103,6 +103,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         "step_size": [Interval(Real, 0, None, closed="neither"), None],
         "n_splits": [Interval(Integral, 1, None, closed="left")],
         "estimation_share": [Interval(Real, 0, 1, closed="neither")],
+        "verbose": ["verbose"],
         "bound_share": [
             Interval(Real, 0, 1, closed="neither"),
             Hidden(StrOptions({"deprecated"})),
@@ -376,6 +377,9 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         if self.center:
             self.center_ = private_row_mean(Xp, self.feature_norm, z_center, rng=rng)
             Xp = Xp - self.center_
+        self._progress(
+            f"solver={self.solver!r}: {len(targets)} problem(s) of {d} coefficients"
+        )
         results = [
             self._solve(plan, Xp, t, loss, loss_name, mu, rng)
             for plan, t in zip(plans, targets)
@@ -417,6 +421,10 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         if self.center:
             z_center = Budget(self._budget(1, share)).noise_multiplier()
             event = ComposedDpEvent([GaussianDpEvent(z_center), event])
+        self._progress(
+            f"{'one-vs-rest' if shared_ovr else 'multinomial'} fit: {n_classes} "
+            f"classes, {d} coefficients each"
+        )
         self._spend(event)
         self.center_ = None
         if self.center:
@@ -629,6 +637,10 @@ _COMMON_DOC = """
     bound_share : float, default="deprecated"
         Deprecated old name of ``estimation_share`` (same unit); renamed in
         0.2, removed in 0.3.
+    verbose : int, default=0
+        Print the fit's phases (records, plan, solver stages, privacy spent)
+        when positive; ``2`` also prints the privacy plan. Only public
+        quantities are printed, never anything computed from the data.
     accountant : PrivacyAccountant, default=None
         Shared budget to spend from.
     random_state : int, Generator or None, default=None
@@ -808,6 +820,7 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
         bound_share="deprecated",
         accountant=None,
         random_state=None,
+        verbose=0,
     ):
         self.loss = loss
         self.tau = tau
@@ -828,6 +841,7 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
         self.bound_share = bound_share
         self.accountant = accountant
         self.random_state = random_state
+        self.verbose = verbose
 
     # Regression targets come in natural units (e.g. in the hundreds): at
     # small n, half the budget on the scales beats assuming |y| <= 3
@@ -996,6 +1010,7 @@ class HeavyTailedLogisticRegression(
         bound_share="deprecated",
         accountant=None,
         random_state=None,
+        verbose=0,
     ):
         self.classes = classes
         self.multi_class = multi_class
@@ -1016,6 +1031,7 @@ class HeavyTailedLogisticRegression(
         self.bound_share = bound_share
         self.accountant = accountant
         self.random_state = random_state
+        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

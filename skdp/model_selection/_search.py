@@ -119,6 +119,10 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         ``4`` for regressors (residuals up to 2, for standardized targets).
     refit : bool, default=True
         Keep the released trial's model as ``best_estimator_``.
+    verbose : int, default=0
+        Print the fit's phases (records, plan, solver stages, privacy spent)
+        when positive; ``2`` also prints the privacy plan. Only public
+        quantities are printed, never anything computed from the data.
     accountant : PrivacyAccountant or None, default=None
         Shared budget; the search is one entry.
     random_state : int, Generator or None, default=None
@@ -184,6 +188,7 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     _parameter_constraints = {
         **PrivateEstimatorMixin._privacy_parameter_constraints,
         "estimator": [HasMethods(["fit"])],
+        "verbose": ["verbose"],
         "param_grid": [dict, list, None],
         "param_distributions": [dict, list, None],
         "n_candidates": [Interval(Integral, 1, None, closed="left")],
@@ -210,6 +215,7 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         refit=True,
         accountant=None,
         random_state=None,
+        verbose=0,
     ):
         self.estimator = estimator
         self.param_grid = param_grid
@@ -224,6 +230,7 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         self.refit = refit
         self.accountant = accountant
         self.random_state = random_state
+        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
