@@ -117,3 +117,31 @@ def test_scaled_noise_hook_is_scoped():
     with _scaled_noise(0.0):
         assert np.all(gaussian_noise(rng, 1.0, 5) == 0)
     assert np.std(gaussian_noise(rng, 1.0, 10_000)) == pytest.approx(1.0, rel=0.05)
+
+
+def test_private_norm_bound_is_the_quantile_at_the_reachable_level():
+    """The shared norm bound is private_quantile (coupled test above) at a
+    level that is a public function of n and epsilon."""
+    from skdp.privacy import (
+        private_norm_bound,
+        private_quantile,
+        reachable_quantile_level,
+    )
+
+    norms = np.abs(np.random.default_rng(3).standard_t(3, size=400)) + 0.1
+    for eps in (0.05, 1.0, np.inf):
+        level = reachable_quantile_level(400, eps, 0.95)
+        expected = private_quantile(
+            norms,
+            level,
+            eps,
+            bounds=(1e-6, 1e6),
+            rng=np.random.default_rng(7),
+            log_scale=True,
+        )
+        got = private_norm_bound(norms, eps, rng=np.random.default_rng(7))
+        assert got == expected
+    # a small n * epsilon lowers the level (public), a large one keeps it
+    assert reachable_quantile_level(400, 0.05, 0.95) < 0.95
+    exact = private_norm_bound(norms, np.inf, rng=np.random.default_rng(0))
+    assert exact == pytest.approx(np.quantile(norms, 0.95), rel=0.01)

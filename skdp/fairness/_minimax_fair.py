@@ -22,10 +22,9 @@ from ..privacy import (
     calibrate_gaussian,
     noisy_histogram,
     noisy_histogram_event,
-    private_quantile,
+    private_norm_bound,
     private_quantile_event,
     private_row_mean,
-    reachable_quantile_level,
 )
 from ..solvers.saddle_point.dispatch import (
     calibrate_schedule,
@@ -564,14 +563,9 @@ class MinimaxFairClassifier(
         # Public quantities estimated privately (the only other noise).
         norms = safe_row_norms(X)
         if needs_norm:
-            feature_norm = private_quantile(
-                norms,
-                # Lowered when n * share is too small to reach it (public).
-                reachable_quantile_level(n, share, _NORM_QUANTILE),
-                share,
-                bounds=_NORM_BOUNDS,
-                rng=rng,
-                log_scale=True,
+            # level lowered when n * share is too small to reach it (public)
+            feature_norm = private_norm_bound(
+                norms, share, rng=rng, quantile=_NORM_QUANTILE, bounds=_NORM_BOUNDS
             )
         else:
             feature_norm = float(self.feature_norm)

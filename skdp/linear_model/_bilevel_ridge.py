@@ -14,7 +14,7 @@ from ..base import PrivateEstimatorMixin
 from ..privacy import (
     Budget,
     ComposedDpEvent,
-    private_quantile,
+    private_norm_bound,
     private_quantile_event,
     reachable_quantile_level,
 )
@@ -917,23 +917,21 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         """Public bounds, or private quantiles from their budget shares."""
         feature_norm = self.feature_norm
         if feature_norm is None:
-            feature_norm = private_quantile(
+            feature_norm = private_norm_bound(
                 safe_row_norms(X),
-                _bound_quantile(X.shape[0], eps_a),
                 eps_a if not math.isinf(self.epsilon) else math.inf,
-                bounds=_BOUND_RANGE,
                 rng=rng,
-                log_scale=True,
+                quantile=_BOUND_QUANTILE,
+                bounds=_BOUND_RANGE,
             )
         target_bound = self.target_bound
         if target_bound is None:
-            target_bound = private_quantile(
+            target_bound = private_norm_bound(
                 np.abs(y),
-                _bound_quantile(X.shape[0], eps_b),
                 eps_b if not math.isinf(self.epsilon) else math.inf,
-                bounds=_BOUND_RANGE,
                 rng=rng,
-                log_scale=True,
+                quantile=_BOUND_QUANTILE,
+                bounds=_BOUND_RANGE,
             )
         return float(feature_norm), float(target_bound)
 
