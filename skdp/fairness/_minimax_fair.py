@@ -45,10 +45,6 @@ from ._groups import encode_groups, inferred_group_labels, normalise_label
 
 __all__ = ["MinimaxFairClassifier"]
 
-# Public range in which a private feature-norm estimate is searched.
-_NORM_BOUNDS = (1e-4, 1e6)
-# Row-norm quantile used as the clipping bound when feature_norm is None.
-_NORM_QUANTILE = 0.9
 # solver="gda" defaults (benchmarks/minimax_fair.py): steps, Nesterov
 # momentum, public cap on a record's loss in the risk estimates, share of the
 # loss block in the stacked release (lam * B = _GDA_LOSS_SHARE * C).
@@ -126,8 +122,9 @@ class MinimaxFairClassifier(
         Public bound on the row norm of ``X``; rows (with the intercept column
         appended) are clipped to ``sqrt(feature_norm**2 +
         intercept_scaling**2)`` during fit, which never changes the sign of
-        a prediction. ``None`` estimates the 0.9-quantile of the row norms
-        with the exponential mechanism from a share of the budget (a lower
+        a prediction. ``None`` estimates the 0.95-quantile of the row norms
+        (:func:`~skdp.privacy.private_norm_bound`, searched in ``[1e-6,
+        1e6]``) from a share of the budget (a lower
         quantile when ``n`` times that share is small, see
         :func:`~skdp.privacy.reachable_quantile_level`). Scale
         features with public constants first: the noise grows with
@@ -564,9 +561,7 @@ class MinimaxFairClassifier(
         norms = safe_row_norms(X)
         if needs_norm:
             # level lowered when n * share is too small to reach it (public)
-            feature_norm = private_norm_bound(
-                norms, share, rng=rng, quantile=_NORM_QUANTILE, bounds=_NORM_BOUNDS
-            )
+            feature_norm = private_norm_bound(norms, share, rng=rng)
         else:
             feature_norm = float(self.feature_norm)
         if needs_priors:
