@@ -64,6 +64,13 @@ VARIANTS = {
         "_GDA_RESTART": True,
         "_GDA_PRIMAL_AVERAGE_FROM": 0.99,
     },
+    "primal step x3": {"_GDA_STEP_FACTOR": 3.0},
+    "primal step x3, dual_step=1": {"_GDA_STEP_FACTOR": 3.0, "_GDA_DUAL_STEP": 1.0},
+    "primal step x3, dual_step=1, primal last iterate": {
+        "_GDA_STEP_FACTOR": 3.0,
+        "_GDA_DUAL_STEP": 1.0,
+        "_GDA_PRIMAL_AVERAGE_FROM": 0.99,
+    },
     "restart, dual_step=1, primal last iterate": {
         "_GDA_RESTART": True,
         "_GDA_DUAL_STEP": 1.0,

@@ -61,6 +61,7 @@ _GDA_DUAL_WARMUP = 0.3
 _GDA_CONFIDENCE = 1.0
 _GDA_RESTART = False
 _GDA_PRIMAL_AVERAGE_FROM = None
+_GDA_STEP_FACTOR = 1.0
 
 
 class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimator):
@@ -705,7 +706,8 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         else:
             clip = bound  # |l'| <= 1 and ||x|| <= bound: per-record gradients fit
             loss_cap = min(loss_bound, _GDA_LOSS_CAP)
-            primal_step = self.step_scale * 4.0 / bound**2  # 1 / smoothness bound
+            # 1 / smoothness bound (times a development factor, 1 by default)
+            primal_step = self.step_scale * _GDA_STEP_FACTOR * 4.0 / bound**2
         loss_factor = _GDA_LOSS_SHARE * clip / loss_cap if priors.size > 1 else 0.0
         dual_step = _GDA_DUAL_STEP if self.dual_step is None else self.dual_step
         result = group_dro_gda(
