@@ -319,3 +319,19 @@ def test_binary_solvers_refuse_more_classes_naming_gda(solver):
     X, y, g = _multiclass_groups_data(K=3)
     with pytest.raises(ValueError, match='solver="gda"'):
         MinimaxFairClassifier(solver=solver, classes=[0, 1, 2]).fit(X, y)
+
+
+def test_huge_values_are_clipped_and_multiclass_predictions_stay_finite():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = rng.integers(0, 3, size=200)
+    X[0], X[1, 0] = 1e300, -1e308
+    clf = MinimaxFairClassifier(classes=[0, 1, 2], feature_norm=3.0, random_state=0)
+    clf.fit(X, y)
+    assert np.all(np.isfinite(clf.coef_))
+    Xt = X.copy()
+    Xt[2] = 1e308
+    proba = clf.predict_proba(Xt)
+    assert np.all(np.isfinite(proba))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert np.all(np.isfinite(clf.decision_function(Xt)))
