@@ -27,7 +27,8 @@ Usage (PYTHONPATH at the repository root)::
 
     nice -n 10 python benchmarks/minimax_fair_multiclass.py --seeds 10
 
-Writes ``benchmarks/results/minimax_fair_multiclass.{json,md}``; ``--quick``
+Writes ``benchmarks/results/minimax_fair_multiclass.{json,md}`` (``_n<n>``
+appended for another ``--n``); ``--quick``
 is a smoke run (n = 4000, 2 seeds, nothing written).
 """
 
@@ -250,7 +251,8 @@ def main():
     ]
     print("\n".join(lines))
     if not args.quick:
-        stem = os.path.join(RESULTS, "minimax_fair_multiclass")
+        suffix = "" if n == 20_000 else f"_n{n}"
+        stem = os.path.join(RESULTS, f"minimax_fair_multiclass{suffix}")
         with open(stem + ".json", "w") as fh:
             json.dump(
                 {"n": n, "seeds": seeds, "delta": delta, "rows": rows}, fh, indent=1

@@ -76,7 +76,10 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
     from ``sensitive_features`` passed to :meth:`fit` (fairlearn's
     convention); they are not needed to predict. Without
     ``sensitive_features`` there is one group and the model is a private
-    logistic regression.
+    logistic regression. With more than two classes the group risks use the
+    multinomial (softmax) loss, the coefficients form a ``(n_features + 1)
+    x n_classes`` matrix in a Frobenius ball of ``radius``, and each record's
+    whole gradient matrix is clipped at once (``solver="gda"`` only).
 
     Privacy: ``(epsilon, delta)``-DP for replacing one record (features,
     label and group together), ``n`` public. The released outputs are the
