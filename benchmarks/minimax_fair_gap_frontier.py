@@ -55,6 +55,27 @@ VARIANTS = {
         "_GDA_DUAL_STEP": 1.0,
         "_GDA_AVERAGE_FROM": 0.8,
     },
+    "restart": {"_GDA_RESTART": True},
+    "restart, momentum=0.95": {"_GDA_RESTART": True, "_GDA_MOMENTUM": 0.95},
+    "restart, dual_step=1": {"_GDA_RESTART": True, "_GDA_DUAL_STEP": 1.0},
+    "primal last iterate": {"_GDA_PRIMAL_AVERAGE_FROM": 0.99},
+    "primal average_from=0.8": {"_GDA_PRIMAL_AVERAGE_FROM": 0.8},
+    "restart, primal last iterate": {
+        "_GDA_RESTART": True,
+        "_GDA_PRIMAL_AVERAGE_FROM": 0.99,
+    },
+    "primal step x3": {"_GDA_STEP_FACTOR": 3.0},
+    "primal step x3, dual_step=1": {"_GDA_STEP_FACTOR": 3.0, "_GDA_DUAL_STEP": 1.0},
+    "primal step x3, dual_step=1, primal last iterate": {
+        "_GDA_STEP_FACTOR": 3.0,
+        "_GDA_DUAL_STEP": 1.0,
+        "_GDA_PRIMAL_AVERAGE_FROM": 0.99,
+    },
+    "restart, dual_step=1, primal last iterate": {
+        "_GDA_RESTART": True,
+        "_GDA_DUAL_STEP": 1.0,
+        "_GDA_PRIMAL_AVERAGE_FROM": 0.99,
+    },
 }
 
 
@@ -94,6 +115,9 @@ def main():
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS)[:7])
     parser.add_argument("--tag", default="", help="suffix of the output files")
+    parser.add_argument(
+        "--gap-only", action="store_true", help="epsilon = inf gaps only (no seeds)"
+    )
     args = parser.parse_args()
     task = load_task(args.task)
     n = task["Xtr"].shape[0]
@@ -108,7 +132,7 @@ def main():
                 clf.predict_proba(task["Xte"])[:, 1], task["yte"], task["gte"]
             )["wg_logloss"]
             losses = []
-            for seed in range(args.seeds):
+            for seed in range(0 if args.gap_only else args.seeds):
                 c = fit(task, 1.0, seed, delta)
                 losses.append(
                     evaluate(

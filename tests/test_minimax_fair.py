@@ -241,7 +241,12 @@ def test_input_errors_come_before_any_noise():
     _refused(Xs, y)
     _refused(np.empty((0, 3)), np.empty(0))
     _refused(X, np.ones(100), match="class")
-    _refused(X, np.arange(100) % 3, match="binary|2 classes")
+    for solver in ("nseg", "nispp"):
+        # the papers' solvers are binary: the error names the multiclass one
+        _refused(X, np.arange(100) % 3, match='solver="gda"', params={"solver": solver})
+        _refused(
+            X, y, match='solver="gda"', params={"solver": solver, "classes": [0, 1, 2]}
+        )
     err = _refused(
         X,
         y,

@@ -319,3 +319,48 @@ def test_fixed_random_state_is_reproducible_and_seeds_differ():
     c = MinimaxFairClassifier(random_state=4, **kw).fit(X, y, sensitive_features=g)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     assert not np.array_equal(a.coef_, c.coef_)
+
+
+# --- development options (defaults off) -------------------------------------------------------
+
+
+def _gda_run(**kw):
+    X, y, g = _groups_data()
+    Xa = clip_rows(np.hstack([X, np.ones((600, 1))]), 3.0)
+    codes = np.searchsorted(["a", "b", "c"], g)
+    args = dict(
+        radius=5.0,
+        clip=3.0,
+        loss_bound=2.0,
+        loss_factor=0.5 * 3.0 / 2.0,
+        n_steps=50,
+        noise_multiplier=0.0,
+        primal_step=4.0 / 9.0,
+        dual_step=1.0,
+        rng=np.random.default_rng(0),
+        momentum=0.9,
+    )
+    args.update(kw)
+    return group_dro_gda(
+        Xa, np.where(y == 1, 1.0, -1.0), codes, np.bincount(codes) / 600, **args
+    )
+
+
+def test_primal_average_window_is_separate_from_the_dual_one():
+    last = _gda_run(primal_average_from=0.99)  # the last primal iterate
+    both = _gda_run(average_from=0.99)  # last primal and last dual iterate
+    default = _gda_run()
+    np.testing.assert_array_equal(last.coef, both.coef)
+    np.testing.assert_array_equal(last.weights, default.weights)
+    assert not np.array_equal(last.coef, default.coef)
+
+
+def test_restart_acts_on_the_momentum_only():
+    plain = _gda_run(momentum=0.0)
+    np.testing.assert_array_equal(_gda_run(momentum=0.0, restart=True).coef, plain.coef)
+    restarted = _gda_run(restart=True)
+    assert not np.array_equal(restarted.coef, _gda_run().coef)
+    # The noise does not depend on the option: same sensitivities at z > 0.
+    a = _gda_run(noise_multiplier=0.5, restart=True, dual_step=0.0)
+    b = _gda_run(noise_multiplier=0.5, dual_step=0.0)
+    np.testing.assert_array_equal(a.sensitivities, b.sensitivities)

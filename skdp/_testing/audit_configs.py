@@ -45,6 +45,13 @@ AUDIT_VARIANTS = {
         "MinimaxFairClassifier",
         dict(solver="gda", max_iter=1, feature_norm=1.0, classes=[0, 1]),
     ),
+    # Multinomial path of the default solver (a declared third class without
+    # examples): one full-batch step of the whole-record clipped d x K
+    # gradient.
+    "MinimaxFairClassifier(solver='gda', multinomial)": (
+        "MinimaxFairClassifier",
+        dict(solver="gda", max_iter=1, feature_norm=1.0, classes=[0, 1, 2]),
+    ),
     "BilevelRidge(tuning='risk_estimate')": (
         "BilevelRidge",
         dict(

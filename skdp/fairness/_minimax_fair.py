@@ -26,6 +26,7 @@ from ..privacy import (
     private_quantile_event,
     private_row_mean,
 )
+from ..solvers.heavy_tailed.multinomial import MULTINOMIAL_CURVATURE
 from ..solvers.saddle_point.dispatch import (
     calibrate_schedule,
     saddle_point_schedule,
@@ -57,6 +58,9 @@ _GDA_OPTIMISTIC = True
 _GDA_AVERAGE_FROM = 0.5
 _GDA_DUAL_WARMUP = 0.3
 _GDA_CONFIDENCE = 1.0
+_GDA_RESTART = False
+_GDA_PRIMAL_AVERAGE_FROM = None
+_GDA_STEP_FACTOR = 1.0
 
 
 class MinimaxFairClassifier(
@@ -73,7 +77,10 @@ class MinimaxFairClassifier(
     from ``sensitive_features`` passed to :meth:`fit` (fairlearn's
     convention); they are not needed to predict. Without
     ``sensitive_features`` there is one group and the model is a private
-    logistic regression.
+    logistic regression. With more than two classes the group risks use the
+    multinomial (softmax) loss, the coefficients form a ``(n_features + 1)
+    x n_classes`` matrix in a Frobenius ball of ``radius``, and each record's
+    whole gradient matrix is clipped at once (``solver="gda"`` only).
 
     Privacy: ``(epsilon, delta)``-DP for replacing one record (features,
     label and group together), ``n`` public. The released outputs are the
@@ -144,8 +151,9 @@ class MinimaxFairClassifier(
         unless ``center=True``).
     intercept_scaling : float, default=1.0
         Value of the constant column.
-    classes : array-like of shape (2,) or None, default=None
-        Declared class labels. ``None`` reads them from ``y`` (standard in
+    classes : array-like of shape (n_classes,) or None, default=None
+        Declared class labels (two or more; more than two fit the
+        multinomial loss, ``solver="gda"`` only). ``None`` reads them from ``y`` (standard in
         scikit-learn, but it reveals which labels occur and makes a
         single-class ``y`` an error, so it emits
         :class:`~skdp.PrivacyLeakWarning`); declared classes avoid both.
@@ -210,9 +218,10 @@ class MinimaxFairClassifier(
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
-    coef_ : ndarray of shape (1, n_features)
-    intercept_ : ndarray of shape (1,)
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        One row for two classes; one row per class (softmax) for more.
+    intercept_ : ndarray of shape (1,) or (n_classes,)
     groups_ : ndarray of shape (n_groups,)
         Group labels (``["all"]`` when fitted without sensitive features).
     group_priors_ : ndarray of shape (n_groups,)
@@ -298,6 +307,8 @@ class MinimaxFairClassifier(
     (3,)
     """
 
+    _softmax = True  # K > 2: multinomial scores
+
     _parameter_constraints = {
         **PrivateEstimatorMixin._privacy_parameter_constraints,
         "groups": ["array-like", None],
@@ -372,7 +383,7 @@ class MinimaxFairClassifier(
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.poor_score = True
-        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.multi_class = True
         tags.input_tags.sparse = False
         return tags
 
@@ -381,9 +392,13 @@ class MinimaxFairClassifier(
         check_classification_targets(y)
         if self.classes is not None:
             classes = np.asarray(self.classes)
-            if classes.ndim != 1 or classes.size != 2 or np.unique(classes).size != 2:
+            if (
+                classes.ndim != 1
+                or classes.size < 2
+                or np.unique(classes).size != classes.size
+            ):
                 raise ValueError(
-                    "classes must list exactly two distinct labels, got "
+                    "classes must list at least two distinct labels, got "
                     f"{self.classes!r}."
                 )
             classes = np.sort(classes)
@@ -400,23 +415,24 @@ class MinimaxFairClassifier(
             warn_inferred_set(
                 type(self).__name__,
                 "classes",
-                "classes=[negative, positive]",
+                "classes=[...]",
                 "an error when y has a single class",
                 stacklevel=5,
             )
             classes = np.unique(y)
-            if classes.size > 2:
+            if classes.size < 2:
                 raise ValueError(
-                    "Only binary classification is supported. The type of the "
-                    f"target is multiclass ({classes.size} classes)."
+                    "MinimaxFairClassifier needs at least two classes, but y "
+                    f"contains {classes.size} class ({classes.tolist()}). Declare "
+                    "classes=[...] to fit data in which a class may be missing."
                 )
-            if classes.size != 2:
-                raise ValueError(
-                    "MinimaxFairClassifier is a binary classifier: y must contain "
-                    f"exactly 2 classes, got {classes.size} ({classes.tolist()}). "
-                    "Declare classes=[negative, positive] to fit data in which "
-                    "one class may be missing."
-                )
+        if classes.size > 2 and self.solver != "gda":
+            raise ValueError(
+                f'solver="{self.solver}" supports two classes only; '
+                f'{classes.size} classes need solver="gda" (multinomial loss).'
+            )
+        if classes.size > 2:
+            return classes, np.searchsorted(classes, y).astype(np.intp)
         return classes, np.where(y == classes[1], 1.0, -1.0)
 
     def _validate_groups(self, sensitive_features, n_samples):
@@ -472,7 +488,7 @@ class MinimaxFairClassifier(
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-            Binary labels.
+            Class labels (two or more classes).
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
             Group of each record (several columns are combined into one group
             per distinct row). ``None`` fits a single group.
@@ -589,7 +605,10 @@ class MinimaxFairClassifier(
             Xa = clip_rows(X, bound, row_norms=norms)
         loss_bound = float(np.logaddexp(0.0, self.radius * bound))
         if gda:
-            self._run_gda(Xa, y_pm, codes, priors, bound, loss_bound, n_steps, z, rng)
+            self._run_gda(
+                Xa, y_pm, codes, priors, bound, loss_bound, n_steps, z, rng,
+                n_classes=classes.size,
+            )  # fmt: skip
             self._record_privacy(plan)
             self._set_fitted(labels, classes, priors, feature_norm, center, c0)
             return self
@@ -683,12 +702,26 @@ class MinimaxFairClassifier(
         }
         return self
 
-    def _run_gda(self, Xa, y_pm, codes, priors, bound, loss_bound, n_steps, z, rng):
+    def _run_gda(
+        self, Xa, y_pm, codes, priors, bound, loss_bound, n_steps, z, rng, n_classes=2
+    ):
         """Full-batch noisy descent-ascent (``solver="gda"``) on clipped rows."""
-        clip = bound  # |l'| <= 1 and ||x|| <= bound: per-record gradients fit
-        loss_cap = min(loss_bound, _GDA_LOSS_CAP)
+        multinomial = n_classes > 2
+        if multinomial:
+            # ||x (p - e_y)^T|| <= sqrt(2) bound: per-record gradients fit (the
+            # Frobenius clip of the whole d x K gradient never binds, so
+            # epsilon=inf is the unclipped multinomial objective).
+            clip = math.sqrt(2.0) * bound
+            # Losses are capped at a public multiple of the loss at W = 0.
+            loss_cap = _GDA_LOSS_CAP * math.log(n_classes) / math.log(2.0)
+            # 1 / smoothness bound: the softmax Hessian is at most 1/2.
+            primal_step = self.step_scale / (MULTINOMIAL_CURVATURE * bound**2)
+        else:
+            clip = bound  # |l'| <= 1 and ||x|| <= bound: per-record gradients fit
+            loss_cap = min(loss_bound, _GDA_LOSS_CAP)
+            # 1 / smoothness bound (times a development factor, 1 by default)
+            primal_step = self.step_scale * _GDA_STEP_FACTOR * 4.0 / bound**2
         loss_factor = _GDA_LOSS_SHARE * clip / loss_cap if priors.size > 1 else 0.0
-        primal_step = self.step_scale * 4.0 / bound**2  # 1 / smoothness bound
         dual_step = _GDA_DUAL_STEP if self.dual_step is None else self.dual_step
         result = group_dro_gda(
             Xa,
@@ -709,6 +742,9 @@ class MinimaxFairClassifier(
             average_from=_GDA_AVERAGE_FROM,
             dual_warmup=_GDA_DUAL_WARMUP,
             confidence=_GDA_CONFIDENCE,
+            restart=_GDA_RESTART,
+            primal_average_from=_GDA_PRIMAL_AVERAGE_FROM,
+            n_classes=n_classes if multinomial else None,
         )
         self._solution_ = result.coef
         self.group_weights_ = result.weights
@@ -728,7 +764,16 @@ class MinimaxFairClassifier(
         """Coefficients and group attributes from the solver's primal point."""
         w = self._solution_
         del self._solution_
-        if self.fit_intercept:
+        if w.ndim == 2:  # multinomial: (p, K) -> coef_ (K, d), intercept_ (K,)
+            if self.fit_intercept:
+                self.coef_ = w[:-1].T.copy()
+                self.intercept_ = w[-1] * c0
+                if center is not None:
+                    self.intercept_ = self.intercept_ - self.coef_ @ center
+            else:
+                self.coef_ = w.T.copy()
+                self.intercept_ = np.zeros(w.shape[1])
+        elif self.fit_intercept:
             self.coef_ = w[None, :-1].copy()
             self.intercept_ = np.array([w[-1] * c0])
             if center is not None:
@@ -747,7 +792,10 @@ class MinimaxFairClassifier(
 
     # -- prediction (no noise) -----------------------------------------------------
     def decision_function(self, X):
-        """Signed score ``X @ coef_.T + intercept_`` (positive: ``classes_[1]``).
+        """Scores ``X @ coef_.T + intercept_``.
+
+        Two classes: one signed score per row (positive: ``classes_[1]``).
+        More classes: one score per class (the softmax logits).
 
         Parameters
         ----------
@@ -755,10 +803,24 @@ class MinimaxFairClassifier(
 
         Returns
         -------
-        ndarray of shape (n_samples,)
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        if self.coef_.shape[0] > 1:
+            with np.errstate(over="ignore", invalid="ignore"):
+                scores = X @ self.coef_.T + self.intercept_
+            bad = ~np.all(np.isfinite(scores), axis=1)
+            if np.any(bad):
+                # Huge rows: the ranking of the classes is what matters;
+                # compute it on rescaled rows.
+                rows = X[bad]
+                scale = np.max(np.abs(rows), axis=1, keepdims=True)
+                scale[~(scale > 0) | ~np.isfinite(scale)] = 1.0
+                with np.errstate(over="ignore", invalid="ignore"):
+                    rescaled = np.nan_to_num(rows / scale) @ self.coef_.T
+                scores[bad] = np.where(np.isfinite(rescaled), rescaled, 0.0)
+            return scores
         coef = self.coef_[0]
         with np.errstate(over="ignore", invalid="ignore"):
             scores = X @ coef + self.intercept_[0]

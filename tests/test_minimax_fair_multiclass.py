@@ -1,0 +1,337 @@
+"""MinimaxFairClassifier with K > 2 classes: the multinomial loss in solver="gda"."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+from sklearn.linear_model import LogisticRegression
+
+import skdp.solvers.saddle_point.gda as gda_module
+from skdp import MinimaxFairClassifier, PrivacyLeakWarning
+from skdp.solvers.saddle_point.gda import (
+    group_dro_gda,
+    stacked_sensitivity,
+    stacked_statistic_multinomial,
+)
+from skdp.utils import clip_rows
+
+
+def _multiclass_groups_data(n=900, K=4, seed=0):
+    rng = np.random.default_rng(seed)
+    g = rng.choice(["a", "b", "c"], size=n, p=[0.6, 0.3, 0.1])
+    X = rng.normal(size=(n, 3))
+    W = {v: rng.normal(size=(3, K)) * 1.5 for v in ("a", "b", "c")}
+    scores = np.stack([X[i] @ W[g[i]] for i in range(n)])
+    y = np.argmax(scores + rng.gumbel(size=(n, K)), axis=1)
+    return X, y, g
+
+
+def _gdp_delta(mu, eps):
+    return norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
+
+
+# --- sensitivity of the stacked per-step release ------------------------------------------
+
+
+def _adversarial_pair(C, p, K, scale=100.0, alpha=0.05):
+    """Two records of label 0 whose whole clipped d x K gradients are nearly opposite.
+
+    ``W`` puts class ``K - 1`` far ahead of class 0 along ``-e_0`` (both
+    records lie there), so both losses are far above any cap and both
+    residuals are ``~ e_{K-1} - e_0``; the rows differ in the sign of their
+    ``e_1`` component, so the clipped gradients ``x r^T`` nearly cancel.
+    """
+    beta = math.sqrt(1.0 - alpha**2)
+    x = np.zeros(p)
+    x[0], x[1] = -alpha * C, beta * C
+    x_other = x.copy()
+    x_other[1] = -beta * C
+    W = np.zeros((p, K))
+    W[0, 0], W[0, K - 1] = scale, -scale
+    return x, x_other, W
+
+
+@pytest.mark.parametrize("K", [3, 10])
+@pytest.mark.parametrize(
+    "weights, change",
+    [
+        (np.array([1.0, 1.0, 1.0]), "other group"),
+        (np.array([0.7, 2.5, 1.3]), "other group"),
+        (np.array([3.0, 0.5, 0.5]), "same group"),
+        (np.array([1.0]), "same group"),
+    ],
+)
+def test_multinomial_statistic_moves_by_at_most_and_nearly_its_sensitivity(
+    K, weights, change
+):
+    rng = np.random.default_rng(0)
+    m, p, C, B = weights.size, 4, 1.5, 2.0
+    lam = 0.0 if m == 1 else 0.6 * C / B
+    n = 40
+    X = clip_rows(rng.normal(size=(n, p)), C)
+    y = rng.integers(0, K, size=n)
+    g = rng.integers(0, m, size=n)
+    order = np.argsort(weights)
+    k = int(order[-1])
+    j = k if change == "same group" or m == 1 else int(order[-2])
+    x, x_other, W = _adversarial_pair(C, p, K)
+    X[0], y[0], g[0] = x, 0, k
+    X2, y2, g2 = X.copy(), y.copy(), g.copy()
+    X2[0], y2[0], g2[0] = x_other, 0, j
+    s1 = stacked_statistic_multinomial(X, y, g, m, W, weights, C, B, lam)
+    s2 = stacked_statistic_multinomial(X2, y2, g2, m, W, weights, C, B, lam)
+    assert s1.shape == (p * K + m,)
+    declared = stacked_sensitivity(weights, C, lam * B)
+    moved = np.linalg.norm(s1 - s2)
+    assert moved <= declared * (1 + 1e-12)
+    if m == 1:
+        assert moved >= 0.98 * declared
+    elif change == "other group":
+        pair = math.sqrt(((weights[k] + weights[j]) * C) ** 2 + 2 * (lam * B) ** 2)
+        assert moved >= 0.98 * pair
+        if np.all(weights == weights[0]):
+            assert pair == pytest.approx(declared)
+    else:
+        assert moved >= 0.98 * 2 * weights[k] * C
+
+
+@pytest.mark.parametrize("K", [3, 10])
+def test_one_record_gradient_is_clipped_as_a_whole_not_per_class(K):
+    """A record whose every class column would fit the clip on its own is
+    still clipped to C in Frobenius norm over all K columns."""
+    C = 1.0
+    x = np.array([[0.0, 3.0]])
+    W = np.zeros((2, K))  # uniform softmax: r = 1/K - e_y
+    s = stacked_statistic_multinomial(
+        x, np.array([1]), np.zeros(1, dtype=int), 1, W, np.ones(1), C, 10.0, 0.0
+    )
+    grad = s[: 2 * K].reshape(2, K)
+    r = np.full(K, 1.0 / K)
+    r[1] -= 1.0
+    # each column's norm is below C, the whole matrix's is above it
+    assert np.abs(3.0 * r).max() <= 3.0 * (1 - 1 / K)
+    assert 3.0 * np.linalg.norm(r) > C
+    assert np.linalg.norm(grad) == pytest.approx(C)
+    np.testing.assert_allclose(grad[1], C * r / np.linalg.norm(r))
+    # the loss block is the uncapped cross-entropy at W = 0 ...
+    assert s[-1] == 0.0  # ... times lam = 0
+
+
+@pytest.mark.parametrize("K", [3, 10])
+@pytest.mark.parametrize("move_group", [False, True])
+def test_coupled_runs_along_a_noisy_trajectory(monkeypatch, K, move_group):
+    """Same random stream; at every step the pre-noise statistic of a
+    neighbouring dataset (one record replaced by one of another class, and
+    possibly of another group) differs by at most that step's declared
+    sensitivity, and comes near it."""
+    rng = np.random.default_rng(1)
+    n, p, m, C = 200, 3, 3, 2.0
+    X = clip_rows(rng.normal(size=(n, p)) * 2.0, C)
+    y = rng.integers(0, K, size=n)
+    g = rng.choice(m, size=n, p=[0.6, 0.3, 0.1])
+    X2, y2, g2 = X.copy(), y.copy(), g.copy()
+    X2[0] = -X[0]
+    y2[0] = (y[0] + 1) % K
+    if move_group:
+        g2[0] = (g[0] + 1) % m
+    priors = np.bincount(g, minlength=m) / n
+    original = gda_module.stacked_statistic_multinomial
+    ratios = []
+
+    def coupled(Xc, yc, gc, m_, v, a, clip, B, lam, row_norms=None):
+        s1 = original(Xc, yc, gc, m_, v, a, clip, B, lam, row_norms=row_norms)
+        s2 = original(X2, y2, g2, m_, v, a, clip, B, lam)
+        ratios.append(np.linalg.norm(s1 - s2) / stacked_sensitivity(a, clip, lam * B))
+        return s1
+
+    monkeypatch.setattr(gda_module, "stacked_statistic_multinomial", coupled)
+    result = group_dro_gda(
+        X,
+        y,
+        g,
+        priors,
+        radius=3.0,
+        clip=C,
+        loss_bound=2.0,
+        loss_factor=0.5 * C / 2.0,
+        n_steps=40,
+        noise_multiplier=0.5,
+        primal_step=1.0 / C**2,
+        dual_step=2.0,
+        rng=np.random.default_rng(5),
+        momentum=0.9,
+        optimistic=True,
+        n_classes=K,
+    )
+    assert result.coef.shape == (p, K)
+    assert len(ratios) == 40
+    assert max(ratios) <= 1.0 + 1e-12
+    assert max(ratios) > 0.3  # the bound is not vacuous along the run
+    np.testing.assert_allclose(result.noise_stds, 0.5 * result.sensitivities)
+    assert result.sensitivities.max() > result.sensitivities.min()
+
+
+# --- accounting -----------------------------------------------------------------------------
+
+
+def test_multiclass_plan_is_exactly_gdp_and_the_same_as_binary():
+    X, y, g = _multiclass_groups_data()
+    kw = dict(
+        epsilon=1.0,
+        delta=1e-5,
+        groups=["a", "b", "c"],
+        group_priors=[0.6, 0.3, 0.1],
+        feature_norm=3.0,
+        random_state=0,
+    )
+    clf = MinimaxFairClassifier(classes=range(4), **kw)
+    clf.fit(X, y, sensitive_features=g)
+    eps, delta = clf.privacy_spent_
+    z, T = clf.constants_["noise_multiplier"], clf.n_iter_
+    assert _gdp_delta(math.sqrt(T) / z, eps) == pytest.approx(1e-5, rel=1e-3)
+    assert 0.999 <= eps <= 1.0
+    # The number of classes changes the statistic, not the plan: the same
+    # multiplier per step as a binary fit of the same size.
+    binary = MinimaxFairClassifier(classes=[0, 1], **kw)
+    binary.fit(X, (y > 1).astype(int), sensitive_features=g)
+    assert binary.constants_["noise_multiplier"] == z
+    # Whole-record clip: the multinomial gradient bound sqrt(2) * ||x||.
+    assert clf.constants_["clip"] == pytest.approx(math.sqrt(2) * math.hypot(3, 1))
+    assert clf.noise_std_ <= z * stacked_sensitivity(
+        1.0 / np.array([0.6, 0.3, 0.1]),
+        clf.constants_["clip"],
+        0.5 * clf.constants_["clip"],
+    ) * (1 + 1e-12)
+
+
+# --- non-private limit ----------------------------------------------------------------------
+
+
+def test_one_group_without_noise_is_multinomial_logistic_regression():
+    rng = np.random.default_rng(1)
+    n, d, K = 400, 3, 4
+    X = rng.normal(size=(n, d))
+    y = np.argmax(X @ rng.normal(size=(d, K)) + rng.gumbel(size=(n, K)), axis=1)
+    bound = np.linalg.norm(X, axis=1).max()  # nothing is clipped
+    clf = MinimaxFairClassifier(
+        epsilon=np.inf,
+        radius=20.0,
+        feature_norm=bound,
+        max_iter=3000,
+        classes=range(K),
+        random_state=0,
+    ).fit(X, y)
+    # Same objective: unpenalised multinomial cross-entropy with intercepts
+    # (the optimum is inside the ball).
+    ref = LogisticRegression(C=np.inf, tol=1e-10, max_iter=10000).fit(X, y)
+    assert np.linalg.norm(np.r_[ref.coef_.ravel(), ref.intercept_]) < 20.0
+    np.testing.assert_allclose(clf.predict_proba(X), ref.predict_proba(X), atol=1e-4)
+    # Both start at 0 and the gradients' class sums are 0: same representative.
+    np.testing.assert_allclose(clf.coef_, ref.coef_, atol=2e-3)
+    np.testing.assert_allclose(clf.intercept_, ref.intercept_, atol=2e-3)
+    assert clf.privacy_spent_[0] == np.inf
+
+
+def test_without_noise_the_worst_group_is_served_better_than_by_erm():
+    X, y, g = _multiclass_groups_data(n=1500)
+    kw = dict(epsilon=np.inf, groups=["a", "b", "c"], classes=range(4), radius=10.0)
+    fair = MinimaxFairClassifier(random_state=0, max_iter=400, **kw)
+    fair.fit(X, y, sensitive_features=g)
+    erm = MinimaxFairClassifier(random_state=0, max_iter=400, dual_step=0.0, **kw)
+    erm.fit(X, y, sensitive_features=g)
+
+    def worst(clf):
+        logp = clf.predict_log_proba(X)
+        nll = -logp[np.arange(len(y)), y]
+        return max(nll[g == v].mean() for v in ("a", "b", "c"))
+
+    assert worst(fair) < worst(erm) - 0.01
+    # The weight moved towards the group that ERM serves worst.
+    nll = -erm.predict_log_proba(X)[np.arange(len(y)), y]
+    hardest = int(np.argmax([nll[g == v].mean() for v in ("a", "b", "c")]))
+    assert fair.group_weights_[hardest] > 2 * fair.group_priors_[hardest]
+
+
+# --- estimator behaviour --------------------------------------------------------------------
+
+
+def test_outputs_have_the_multiclass_shapes():
+    X, y, g = _multiclass_groups_data(K=5)
+    clf = MinimaxFairClassifier(
+        classes=list("vwxyz"), groups=["a", "b", "c"], random_state=0
+    )
+    labels = np.array(list("vwxyz"))[y]
+    clf.fit(X, labels, sensitive_features=g)
+    assert clf.coef_.shape == (5, 3) and clf.intercept_.shape == (5,)
+    assert clf.decision_function(X).shape == (900, 5)
+    proba = clf.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_allclose(np.exp(clf.predict_log_proba(X)), proba)
+    assert set(clf.predict(X)) <= set("vwxyz")
+    np.testing.assert_array_equal(
+        clf.predict(X), clf.classes_[clf.decision_function(X).argmax(axis=1)]
+    )
+
+
+@pytest.mark.parametrize("epsilon", [1.0, np.inf])
+def test_declared_class_without_examples_fits(epsilon):
+    X, y, g = _multiclass_groups_data(K=3)
+    clf = MinimaxFairClassifier(
+        epsilon=epsilon,
+        classes=[0, 1, 2, 7],  # nobody has label 7
+        groups=["a", "b", "c"],
+        random_state=0,
+        feature_norm=3.0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        clf.fit(X, y, sensitive_features=g)
+    proba = clf.predict_proba(X)
+    assert proba.shape == (900, 4)
+    assert np.all(np.isfinite(clf.coef_))
+    if np.isinf(epsilon):
+        assert proba[:, 3].max() < 0.05  # the empty class is pushed down
+
+
+def test_classes_read_from_y_are_a_leak_warning():
+    X, y, g = _multiclass_groups_data(K=3)
+    with pytest.warns(PrivacyLeakWarning, match="classes"):
+        clf = MinimaxFairClassifier(groups=["a", "b", "c"], random_state=0).fit(
+            X, y, sensitive_features=g
+        )
+    np.testing.assert_array_equal(clf.classes_, [0, 1, 2])
+
+
+def test_multiclass_is_reproducible_and_seeds_differ():
+    X, y, g = _multiclass_groups_data(K=3)
+    kw = dict(groups=["a", "b", "c"], classes=[0, 1, 2], feature_norm=3.0)
+    a = MinimaxFairClassifier(random_state=3, **kw).fit(X, y, sensitive_features=g)
+    b = MinimaxFairClassifier(random_state=3, **kw).fit(X, y, sensitive_features=g)
+    c = MinimaxFairClassifier(random_state=4, **kw).fit(X, y, sensitive_features=g)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert not np.array_equal(a.coef_, c.coef_)
+
+
+@pytest.mark.parametrize("solver", ["nseg", "nispp"])
+def test_binary_solvers_refuse_more_classes_naming_gda(solver):
+    X, y, g = _multiclass_groups_data(K=3)
+    with pytest.raises(ValueError, match='solver="gda"'):
+        MinimaxFairClassifier(solver=solver, classes=[0, 1, 2]).fit(X, y)
+
+
+def test_huge_values_are_clipped_and_multiclass_predictions_stay_finite():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = rng.integers(0, 3, size=200)
+    X[0], X[1, 0] = 1e300, -1e308
+    clf = MinimaxFairClassifier(classes=[0, 1, 2], feature_norm=3.0, random_state=0)
+    clf.fit(X, y)
+    assert np.all(np.isfinite(clf.coef_))
+    Xt = X.copy()
+    Xt[2] = 1e308
+    proba = clf.predict_proba(Xt)
+    assert np.all(np.isfinite(proba))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert np.all(np.isfinite(clf.decision_function(Xt)))
