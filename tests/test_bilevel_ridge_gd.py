@@ -391,3 +391,43 @@ def test_alpha_bounds_clip_the_plug_in_penalty():
             alpha_min=alpha, alpha_max=alpha, epsilon=np.inf, random_state=0
         ).fit(X, y)
         assert model.alpha_ == pytest.approx(alpha, rel=1e-9)
+
+
+def test_plug_in_curvature_correction_and_signal_floor():
+    # The penalty is h d v / S with h = 1 - p (curvature of the clipped loss)
+    # and S = max(||w||**2 - d v, floor ||w||**2); v from the public noise.
+    n, m, z, p = 1000, 25, 10.0, 0.7
+    clips = np.full(50, 5.0)
+    v = (2.0 * 5.0 * z / n) ** 2 / (m * (1.0 - p) ** 2)  # s = 1
+    strong = [np.append(np.full(4, 0.5), 0.0)]  # ||w||**2 = 1 > d v
+    weak = [np.append(np.full(4, 0.01), 0.0)]  # ||w||**2 = 4e-4 < d v
+    f0 = rgd.plugin_penalty(z, n, m, True, p)
+    f1 = rgd.plugin_penalty(z, n, m, True, p, curvature_correction=True)
+    f2 = rgd.plugin_penalty(
+        z, n, m, True, p, curvature_correction=True, signal_floor=0.1
+    )
+    assert f0(strong, clips, 1.0) == pytest.approx(4 * v / (1.0 - 4 * v))
+    assert f1(strong, clips, 1.0) == pytest.approx(0.3 * f0(strong, clips, 1.0))
+    assert f2(strong, clips, 1.0) == f1(strong, clips, 1.0)  # floor not binding
+    # no signal left: positive-part James-Stein gives the cap, the floor a
+    # finite penalty h d v / (0.1 ||w||**2)
+    assert f1(weak, clips, 1.0) == rgd.MAX_PENALTY
+    assert f2(weak, clips, 1.0) == pytest.approx(0.3 * 4 * v / (0.1 * 4e-4))
+    assert f2(weak, clips, 1.0) < rgd.MAX_PENALTY
+
+
+def test_default_plug_in_rule_is_the_measured_one(monkeypatch):
+    # ridge_gd passes PLUGIN_RULE; with the round-2 rule (no options) the
+    # same releases give a larger penalty on strong-signal data, where the
+    # (1 - p) curvature matters (high SNR, n = 1000: clipped fraction 0.7).
+    rng = np.random.default_rng(5)
+    n, d = 1000, 20
+    X = rng.normal(size=(n, d))
+    y = X @ (np.ones(d) / math.sqrt(d)) + 1.0 + 0.3 * rng.normal(size=n)
+    plan = rgd.plan_ridge_gd(gdp_mu(1.0, 1e-6), n, d, tuning="risk_estimate")
+    assert plan.fit.gd.clip_fraction == pytest.approx(0.7)
+    new = rgd.ridge_gd(X, y, plan, np.random.default_rng(0))
+    monkeypatch.setattr(rgd, "PLUGIN_RULE", {})
+    old = rgd.ridge_gd(X, y, plan, np.random.default_rng(0))
+    np.testing.assert_array_equal(new.candidates[0], old.candidates[0])
+    assert 0 < new.omega < old.omega
