@@ -76,6 +76,19 @@ AUDIT_VARIANTS = {
             fit_intercept=False,
         ),
     ),
+    # The default with its intercept: the two steps and the final intercept
+    # release (clipped residual mean, soft-thresholded).
+    "BilevelRidge(inner_solver='gd', fit_intercept=True)": (
+        "BilevelRidge",
+        dict(
+            inner_solver="gd",
+            tuning="risk_estimate",
+            inner_max_iter=2,
+            feature_norm=1.0,
+            target_bound=1.0,
+            fit_intercept=True,
+        ),
+    ),
     # Multinomial path (a declared third class without examples): one
     # full-batch step of the d x K per-record clipped gradient.
     "HeavyTailedLogisticRegression(multinomial)": (

@@ -212,6 +212,9 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
           minimizes a plug-in prediction risk of that first model (noise
           level from its iterates and the public noise of the steps,
           signal by James-Stein), so tuning costs no privacy. With
+          ``fit_intercept`` a last release (5% of the budget) corrects the
+          intercept by the clipped mean of the residuals, which the heavily
+          clipped steps get wrong when the noise is skewed. With
           ``tuning="path"`` one run walks down a public penalty path and a
           private release of clipped in-sample loss differences (10% of
           the budget) selects a stage, keeping the least penalized unless
