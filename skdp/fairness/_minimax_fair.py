@@ -37,7 +37,14 @@ from ..solvers.saddle_point.dispatch import (
 from ..solvers.saddle_point.gda import group_dro_gda
 from ..solvers.saddle_point.group_dro import GroupDROLogistic
 from ..solvers.saddle_point.nseg import nseg_step_size
-from ..utils import clip_rows, safe_row_norms
+from ..utils import safe_row_norms
+from ..utils._sparse import (
+    append_constant_column,
+    clip_rows_any,
+    is_sparse,
+    reject_sparse,
+    row_norms,
+)
 from ._groups import encode_groups, inferred_group_labels, normalise_label
 
 __all__ = ["MinimaxFairClassifier"]
@@ -362,7 +369,7 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         tags = super().__sklearn_tags__()
         tags.classifier_tags.poor_score = True
         tags.classifier_tags.multi_class = False
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = self.solver == "gda" and not self.center
         return tags
 
     # -- validation (everything that can fail does so before any noise) --------
@@ -475,7 +482,10 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
                 "center=True needs fit_intercept=True: the offset removed from the "
                 "features moves into the intercept."
             )
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
+        X, y = validate_data(
+            self, X, y, dtype=np.float64, y_numeric=False, accept_sparse=["csr", "csc"]
+        )
+        _check_sparse(X, self.solver, self.center)
         y = column_or_1d(y, warn=True)
         n = X.shape[0]
         classes, y_pm = self._validate_labels(y)
@@ -543,7 +553,7 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         self._spend(plan)
 
         # Public quantities estimated privately (the only other noise).
-        norms = safe_row_norms(X)
+        norms = row_norms(X)
         if needs_norm:
             feature_norm = private_quantile(
                 norms,
@@ -575,10 +585,10 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         c0 = float(self.intercept_scaling) if self.fit_intercept else 0.0
         bound = math.hypot(feature_norm, c0)
         if self.fit_intercept:
-            Xa = np.hstack([X, np.full((n, 1), c0)])
-            Xa = clip_rows(Xa, bound, row_norms=np.hypot(norms, c0))
+            Xa = append_constant_column(X, c0)
+            Xa = clip_rows_any(Xa, bound, np.hypot(norms, c0))
         else:
-            Xa = clip_rows(X, bound, row_norms=norms)
+            Xa = clip_rows_any(X, bound, norms)
         loss_bound = float(np.logaddexp(0.0, self.radius * bound))
         if gda:
             self._run_gda(Xa, y_pm, codes, priors, bound, loss_bound, n_steps, z, rng)
@@ -749,14 +759,17 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_data(
+            self, X, reset=False, dtype=np.float64, accept_sparse=["csr", "csc"]
+        )
         coef = self.coef_[0]
         with np.errstate(over="ignore", invalid="ignore"):
-            scores = X @ coef + self.intercept_[0]
+            scores = np.asarray(X @ coef).ravel() + self.intercept_[0]
         bad = ~np.isfinite(scores)
         if np.any(bad):
             # Huge rows: the sign is what matters; compute it on rescaled rows.
             rows = X[bad]
+            rows = rows.toarray() if is_sparse(rows) else rows  # the few bad rows
             scale = np.max(np.abs(rows), axis=1, keepdims=True)
             scale[scale == 0] = 1.0
             scores[bad] = np.sign(rows / scale @ coef) * np.inf
@@ -804,3 +817,15 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
         """
         positive = self.decision_function(X) > 0  # checks fitted first
         return self.classes_[positive.astype(int)]
+
+
+def _check_sparse(X, solver, center):
+    """Sparse input: ``solver="gda"`` without centring (public rules)."""
+    if solver != "gda":
+        reject_sparse(X, f"MinimaxFairClassifier(solver={solver!r})", 'solver="gda"')
+    if center:
+        reject_sparse(
+            X,
+            "MinimaxFairClassifier(center=True) (centring makes the matrix dense)",
+            'center=False with solver="gda"',
+        )
