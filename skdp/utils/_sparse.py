@@ -330,7 +330,7 @@ def plain_row_norms(X):
     return np.sqrt(np.einsum("ij,ij->i", X, X))
 
 
-def check_gram_size(n_features, what, limit=MAX_GRAM_FEATURES):
+def check_gram_size(n_features, what, limit=None):
     """Refuse a sparse input whose dense Gram matrix would be too large.
 
     A rule of the public shape only.
@@ -341,7 +341,8 @@ def check_gram_size(n_features, what, limit=MAX_GRAM_FEATURES):
         Columns of the Gram matrix (intercept column included).
     what : str
         The estimator and solver, for the message.
-    limit : int, default=MAX_GRAM_FEATURES
+    limit : int, default=None
+        ``None``: :data:`MAX_GRAM_FEATURES`.
 
     Raises
     ------
@@ -352,6 +353,7 @@ def check_gram_size(n_features, what, limit=MAX_GRAM_FEATURES):
     --------
     >>> check_gram_size(10, "BilevelRidge")
     """
+    limit = MAX_GRAM_FEATURES if limit is None else int(limit)
     if n_features > limit:
         raise ValueError(
             f"{what} forms the dense {n_features} x {n_features} Gram matrix "
