@@ -465,7 +465,8 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            CSR/CSC input: ``solver="gda"`` without ``center``, never densified.
         y : array-like of shape (n_samples,)
             Binary labels.
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
@@ -752,7 +753,7 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
@@ -781,7 +782,7 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
@@ -795,7 +796,7 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
@@ -809,7 +810,7 @@ class MinimaxFairClassifier(PrivateEstimatorMixin, ClassifierMixin, BaseEstimato
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------

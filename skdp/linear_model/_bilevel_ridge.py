@@ -644,7 +644,9 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            CSR/CSC input: ``inner_solver="gd"`` or ``"sufficient_statistics"``
+            (up to 2,048 columns with the intercept), never densified.
         y : array-like of shape (n_samples,)
 
         Returns
@@ -940,7 +942,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------

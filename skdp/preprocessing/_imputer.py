@@ -218,7 +218,7 @@ class SimpleImputer(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : None
             Ignored.
 
@@ -259,7 +259,7 @@ class SimpleImputer(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
