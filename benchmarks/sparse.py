@@ -24,6 +24,7 @@ Usage: ``python benchmarks/sparse.py [--n N] [--d D] [--density P]
 """
 
 import argparse
+import contextlib
 import time
 import tracemalloc
 import warnings
@@ -32,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression, Ridge
+from threadpoolctl import threadpool_limits
 
 from skdp import (
     BilevelRidge,
@@ -168,14 +170,32 @@ def main():
     parser.add_argument("--n-dense", type=int, default=20_000)
     parser.add_argument("--d-dense", type=int, default=2_000)
     parser.add_argument("--out", default="sparse.md")
+    parser.add_argument(
+        "--blas-threads",
+        type=int,
+        default=None,
+        help="limit BLAS threads (threadpoolctl); default: the library's",
+    )
+    parser.add_argument("--skip-dense", action="store_true")
     args = parser.parse_args()
     t_start = time.perf_counter()
-    nnz, rows = bag_of_words_part(args.n, args.d, args.density)
-    dense_bytes, dense_rows = dense_part(args.n_dense, args.d_dense, 0.01)
+    limit = (
+        threadpool_limits(args.blas_threads, user_api="blas")
+        if args.blas_threads
+        else contextlib.nullcontext()
+    )
+    with limit:
+        nnz, rows = bag_of_words_part(args.n, args.d, args.density)
+        dense_bytes, dense_rows = (
+            (0, []) if args.skip_dense else dense_part(args.n_dense, args.d_dense, 0.01)
+        )
     minutes = (time.perf_counter() - t_start) / 60
     cmd = (
         f"nice -n 10 python benchmarks/sparse.py --n {args.n} --d {args.d} "
         f"--density {args.density} --n-dense {args.n_dense} --d-dense {args.d_dense}"
+        + (f" --blas-threads {args.blas_threads}" if args.blas_threads else "")
+        + (" --skip-dense" if args.skip_dense else "")
+        + (f" --out {args.out}" if args.out != "sparse.md" else "")
     )
     out = [
         "# Sparse input benchmark (issue 17)",
@@ -200,19 +220,25 @@ def main():
     ]
     for name, s, p, q, bq, bs in rows:
         out.append(f"| {name} | {s:.2f} | {p:.0f} | {q:.3f} | {bq:.3f} | {bs:.2f} |")
-    out += [
-        "",
-        f"## Sparse against dense input (n = {args.n_dense:,}, d = {args.d_dense:,}, "
-        f"1% non-zero; dense copy {dense_bytes / 2**20:.0f} MB)",
-        "",
-        "Same estimator and `random_state`; ratios are dense / sparse. "
-        "`max rel. coef diff` is max |coef_sparse - coef_dense| / max |coef_dense|.",
-        "",
-        "| estimator | sparse s | dense s | time ratio | sparse peak MB | "
-        "dense peak MB | max rel. coef diff |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for name, ts, td, ps, pd, diff in dense_rows:
+    if args.skip_dense:
+        dense_rows = None
+    out += (
+        []
+        if dense_rows is None
+        else [
+            "",
+            f"## Sparse against dense input (n = {args.n_dense:,}, d = {args.d_dense:,}, "
+            f"1% non-zero; dense copy {dense_bytes / 2**20:.0f} MB)",
+            "",
+            "Same estimator and `random_state`; ratios are dense / sparse. "
+            "`max rel. coef diff` is max |coef_sparse - coef_dense| / max |coef_dense|.",
+            "",
+            "| estimator | sparse s | dense s | time ratio | sparse peak MB | "
+            "dense peak MB | max rel. coef diff |",
+            "|---|---|---|---|---|---|---|",
+        ]
+    )
+    for name, ts, td, ps, pd, diff in dense_rows or []:
         out.append(
             f"| {name} | {ts:.2f} | {td:.2f} | {td / ts:.1f} | {ps:.0f} | {pd:.0f} "
             f"| {diff:.1e} |"
