@@ -19,14 +19,18 @@ from sklearn.pipeline import make_pipeline
 import skdp
 from skdp import BilevelRidge, MinimaxFairClassifier, PrivacyAccountant
 from skdp.linear_model._bilevel_ridge import _sparse_statistics
+from skdp.losses import SquaredLoss
 from skdp.model_selection import PrivateSearchCV
 from skdp.preprocessing import MinMaxScaler, OneHotEncoder, SimpleImputer
 from skdp.preprocessing._imputer import private_observed_mean
+from skdp.privacy import gdp_mu
+from skdp.solvers.bilevel.ridge import gd as ridge_gd_module
 from skdp.solvers.bilevel.ridge.stats import (
     exact_statistics,
     gram_sensitivity,
     moment_sensitivity,
 )
+from skdp.solvers.heavy_tailed import gd as ht_gd
 from skdp.solvers.saddle_point import gda as gda_module
 from skdp.solvers.saddle_point.gda import (
     group_dro_gda,
@@ -547,3 +551,91 @@ def test_private_search_passes_sparse_input_through(estimator, param_grid):
         assert index == results[0][0]
         assert score == pytest.approx(results[0][1], rel=1e-9)
         np.testing.assert_allclose(pred, results[0][2], rtol=1e-9, atol=1e-9)
+
+
+# -- BilevelRidge gd on sparse rows: coupled runs ------------------------------------
+
+
+def _sparse_linear(rng, n, d):
+    X = rng.normal(size=(n, d)) * (rng.random((n, d)) < 0.5)
+    coef = rng.normal(size=d)
+    return X, X @ coef + 0.5 * rng.normal(size=n) + 3.0, coef
+
+
+def test_sparse_ridge_gd_steps_move_by_at_most_and_nearly_their_sensitivity(
+    monkeypatch,
+):
+    """Every step of a staged run on CSR rows releases a clipped sum whose
+    value on a neighbouring sparse dataset, at the same iterate and clip
+    level, differs by at most 2 C_t; an extreme replaced record nearly
+    attains it. The sparse sums equal the dense ones."""
+    rng = np.random.default_rng(0)
+    n, d = 400, 6
+    X, y, _ = _sparse_linear(rng, n, d)
+    X2, y2 = X.copy(), y.copy()
+    # the replaced record's clipped gradient opposes record 7's (both at C)
+    X2[7], y2[7] = -40.0 * X[7] / np.linalg.norm(X[7]), 500.0
+    S, S2 = sp.csr_matrix(X), sp.csr_matrix(X2)
+    seen = []
+    real = ht_gd.clipped_gradient_sum
+
+    def record(Xa, ya, w, inv, C, loss):
+        assert sp.issparse(Xa)  # the solver keeps the rows sparse
+        out = real(Xa, ya, w, inv, C, loss)
+        seen.append((w.copy(), C, out))
+        return out
+
+    monkeypatch.setattr(ht_gd, "clipped_gradient_sum", record)
+    plan = ht_gd.make_full_batch_plan(gdp_mu(1.0, 1e-6), n, d, 12, adaptive_clip=False)
+    stages = [(4, 10.0), (4, 1.0), (4, 0.0)]
+    ht_gd.clipped_dp_gd(
+        S, y, SquaredLoss(), plan, rng, step_size=0.5, clip=2.0, stages=stages
+    )
+    assert len(seen) == 12
+    inv = 1.0 / np.linalg.norm(X, axis=1)
+    inv2 = 1.0 / np.linalg.norm(X2, axis=1)
+    ratios = []
+    for w, C, s1 in seen:
+        dense = real(X, y, w, inv, C, SquaredLoss())
+        np.testing.assert_allclose(s1, dense, rtol=1e-10, atol=1e-10)
+        s2 = real(S2, y2, w, inv2, C, SquaredLoss())
+        gap = float(np.linalg.norm(s1 - s2))
+        assert gap <= 2 * C * (1 + 1e-9)
+        ratios.append(gap / (2 * C))
+    assert max(ratios) > 0.9
+
+
+def test_sparse_selection_release_moves_by_at_most_and_nearly_its_sensitivity():
+    # tuning="path": the K - 1 normalized clipped sums of loss differences on
+    # CSR rows move by at most 2 sqrt(K - 1) between neighbours, equal the
+    # dense ones, and an extreme record nearly attains the bound.
+    rng = np.random.default_rng(1)
+    n, d = 500, 4
+    X, y, coef = _sparse_linear(rng, n, d)
+    cands = [np.append(c * coef, 3.0) for c in (0.0, 0.3, 0.7, 1.0)]
+    K = len(cands)
+    s, Y = 1.0, 8.0
+
+    def normalized(Xa, ya):
+        diffs, _ = ridge_gd_module.loss_differences(
+            sp.csr_matrix(Xa), ya, cands, s, Y, 0.0, rng, True
+        )
+        dense, _ = ridge_gd_module.loss_differences(Xa, ya, cands, s, Y, 0.0, rng, True)
+        np.testing.assert_allclose(diffs, dense, rtol=1e-10, atol=1e-12)
+        ref = cands[-1]
+        out = []
+        for w, dk in zip(cands[:-1], diffs[:-1]):
+            diff = w - ref
+            P = 3.0 * s * np.linalg.norm(diff[:-1]) + abs(diff[-1])
+            out.append(dk * n / (P * 2.0 * Y))
+        return np.array(out)
+
+    worst = 0.0
+    for i in range(10):
+        row = rng.normal(size=d) * 50 * (rng.random(d) < 0.7)
+        Xa, ya = _replace_first(np.roll(X, -i, axis=0), np.roll(y, -i), row, 1e4)
+        Xb, yb = _replace_first(np.roll(X, -i, axis=0), np.roll(y, -i), row, -1e4)
+        gap = float(np.linalg.norm(normalized(Xa, ya) - normalized(Xb, yb)))
+        assert gap <= 2 * math.sqrt(K - 1) * (1 + 1e-9)
+        worst = max(worst, gap / (2 * math.sqrt(K - 1)))
+    assert worst > 0.8
