@@ -847,8 +847,8 @@ def test_malformed_inputs_fail_clearly():
         est.fit(X, y, sample_weight=np.ones(40))
     import scipy.sparse as sp
 
-    with pytest.raises(TypeError, match="[Ss]parse"):
-        est.fit(sp.csr_matrix(X), y)
+    with pytest.raises(TypeError, match="[Ss]parse"):  # sparse: gd and SS only
+        BilevelRidge(inner_solver="loc_gd", accountant=acc).fit(sp.csr_matrix(X), y)
     with pytest.raises(ValueError, match="alpha_min"):
         BilevelRidge(
             inner_solver=SS, alpha_min=10.0, alpha_max=1.0, accountant=acc

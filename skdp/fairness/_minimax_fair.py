@@ -37,10 +37,15 @@ from ..solvers.saddle_point.gda import group_dro_gda
 from ..solvers.saddle_point.group_dro import GroupDROLogistic
 from ..solvers.saddle_point.nseg import nseg_step_size
 from ..utils import (
-    add_intercept_column,
-    clip_rows,
     safe_row_norms,
     uncenter_intercept,
+)
+from ..utils._sparse import (
+    append_constant_column,
+    clip_rows_any,
+    is_sparse,
+    reject_sparse,
+    row_norms,
 )
 from ._groups import encode_groups, inferred_group_labels, normalise_label
 
@@ -384,7 +389,7 @@ class MinimaxFairClassifier(
         tags = super().__sklearn_tags__()
         tags.classifier_tags.poor_score = True
         tags.classifier_tags.multi_class = True
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = self.solver == "gda" and not self.center
         return tags
 
     # -- validation (everything that can fail does so before any noise) --------
@@ -486,7 +491,8 @@ class MinimaxFairClassifier(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            CSR/CSC input: ``solver="gda"`` without ``center``, never densified.
         y : array-like of shape (n_samples,)
             Class labels (two or more classes).
         sensitive_features : array-like of shape (n_samples,) or (n_samples, k), default=None
@@ -502,7 +508,10 @@ class MinimaxFairClassifier(
                 "center=True needs fit_intercept=True: the offset removed from the "
                 "features moves into the intercept."
             )
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
+        X, y = validate_data(
+            self, X, y, dtype=np.float64, y_numeric=False, accept_sparse=["csr", "csc"]
+        )
+        _check_sparse(X, self.solver, self.center)
         y = column_or_1d(y, warn=True)
         n = X.shape[0]
         classes, y_pm = self._validate_labels(y)
@@ -574,7 +583,7 @@ class MinimaxFairClassifier(
         self._spend(plan)
 
         # Public quantities estimated privately (the only other noise).
-        norms = safe_row_norms(X)
+        norms = row_norms(X)
         if needs_norm:
             # level lowered when n * share is too small to reach it (public)
             feature_norm = private_norm_bound(norms, share, rng=rng)
@@ -599,10 +608,10 @@ class MinimaxFairClassifier(
         c0 = float(self.intercept_scaling) if self.fit_intercept else 0.0
         bound = math.hypot(feature_norm, c0)
         if self.fit_intercept:
-            Xa = add_intercept_column(X, c0)
-            Xa = clip_rows(Xa, bound, row_norms=np.hypot(norms, c0))
+            Xa = append_constant_column(X, c0)
+            Xa = clip_rows_any(Xa, bound, np.hypot(norms, c0))
         else:
-            Xa = clip_rows(X, bound, row_norms=norms)
+            Xa = clip_rows_any(X, bound, norms)
         loss_bound = float(np.logaddexp(0.0, self.radius * bound))
         if gda:
             self._run_gda(
@@ -799,14 +808,16 @@ class MinimaxFairClassifier(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_data(
+            self, X, reset=False, dtype=np.float64, accept_sparse=["csr", "csc"]
+        )
         if self.coef_.shape[0] > 1:
             with np.errstate(over="ignore", invalid="ignore"):
                 scores = X @ self.coef_.T + self.intercept_
@@ -815,6 +826,7 @@ class MinimaxFairClassifier(
                 # Huge rows: the ranking of the classes is what matters;
                 # compute it on rescaled rows.
                 rows = X[bad]
+                rows = rows.toarray() if is_sparse(rows) else rows
                 scale = np.max(np.abs(rows), axis=1, keepdims=True)
                 scale[~(scale > 0) | ~np.isfinite(scale)] = 1.0
                 with np.errstate(over="ignore", invalid="ignore"):
@@ -823,13 +835,26 @@ class MinimaxFairClassifier(
             return scores
         coef = self.coef_[0]
         with np.errstate(over="ignore", invalid="ignore"):
-            scores = X @ coef + self.intercept_[0]
+            scores = np.asarray(X @ coef).ravel() + self.intercept_[0]
         bad = ~np.isfinite(scores)
         if np.any(bad):
             # Huge rows: the sign is what matters; compute it on rescaled rows.
             rows = X[bad]
+            rows = rows.toarray() if is_sparse(rows) else rows  # the few bad rows
             scale = np.max(np.abs(rows), axis=1, keepdims=True)
             scale[scale == 0] = 1.0
             scores[bad] = np.sign(rows / scale @ coef) * np.inf
             scores[bad & np.isnan(scores)] = self.intercept_[0]
         return scores
+
+
+def _check_sparse(X, solver, center):
+    """Sparse input: ``solver="gda"`` without centring (public rules)."""
+    if solver != "gda":
+        reject_sparse(X, f"MinimaxFairClassifier(solver={solver!r})", 'solver="gda"')
+    if center:
+        reject_sparse(
+            X,
+            "MinimaxFairClassifier(center=True) (centring makes the matrix dense)",
+            'center=False with solver="gda"',
+        )

@@ -32,6 +32,7 @@ from ..solvers.bilevel.ridge.risk import (
     risk_estimate_from_release,
     risk_estimate_ridge,
 )
+from ..solvers.bilevel.ridge.stats import RawStatistics
 from ..solvers.bilevel.ridge.tuning import (
     INNER_SOLVERS,
     BilevelRidgeSettings,
@@ -39,8 +40,17 @@ from ..solvers.bilevel.ridge.tuning import (
     bilevel_ridge_from_statistics,
     plan_bilevel_ridge,
 )
-from ..utils import clip_rows, clip_targets, safe_row_norms
+from ..utils import clip_rows, clip_targets
 from ..utils._scale_checks import warn_if_unscaled
+from ..utils._sparse import (
+    augmented_gram,
+    check_gram_size,
+    clip_rows_any,
+    is_sparse,
+    reject_sparse,
+    row_norms,
+    scale_any,
+)
 from ..utils._validation import resolve_delta
 
 __all__ = ["BilevelRidge"]
@@ -588,7 +598,8 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.regressor_tags.poor_score = True
-        tags.input_tags.sparse = False
+        # CSR/CSC input: the gd and sufficient-statistics solvers
+        tags.input_tags.sparse = self.inner_solver not in _RETIRED_SOLVERS
         return tags
 
     # -- fit ----------------------------------------------------------------
@@ -665,7 +676,9 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            CSR/CSC input: ``inner_solver="gd"`` or ``"sufficient_statistics"``
+            (up to 2,048 columns with the intercept), never densified.
         y : array-like of shape (n_samples,)
 
         Returns
@@ -675,7 +688,15 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         if is_dask_collection(X):
             X, y = self._validate_dask(X, y)
         else:
-            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+            X, y = validate_data(
+                self,
+                X,
+                y,
+                dtype=np.float64,
+                y_numeric=True,
+                accept_sparse=["csr", "csc"],
+            )
+            self._check_sparse(X)
         n, d = X.shape
         if n < 2:
             raise ValueError(
@@ -752,6 +773,14 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 labels=labels,
             )
             result = bilevel_ridge_from_statistics(exact_tr, exact_va, ridge_plan, rng)
+        elif is_sparse(X):
+            s = ridge_plan.settings
+            c = s.intercept_scaling if s.fit_intercept else None
+            stats = [
+                _sparse_statistics(X[idx], y[idx], feature_norm, target_bound, c)
+                for idx in (train_idx, val_idx)
+            ]
+            result = bilevel_ridge_from_statistics(*stats, ridge_plan, rng)
         else:
             Xn = clip_rows(X, feature_norm) / feature_norm
             yn = clip_targets(y, target_bound) / target_bound
@@ -822,6 +851,11 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             (exact,) = clipped_statistics(X, y, feature_norm, target_bound, c)
             raw = release_exact(exact, risk_plan, rng)
             result = risk_estimate_from_release(raw, risk_plan, rng)
+        elif is_sparse(X):
+            c = 1.0 if self.fit_intercept else None
+            exact = _sparse_statistics(X, y, feature_norm, target_bound, c)
+            raw = release_exact(exact, risk_plan, rng)
+            result = risk_estimate_from_release(raw, risk_plan, rng)
         else:
             Xn = clip_rows(X, feature_norm) / feature_norm
             yn = clip_targets(y, target_bound) / target_bound
@@ -879,7 +913,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         # per-record map with public constants.
         a, c = 1.0, 1.0
         if self.feature_norm is not None:
-            X = clip_rows(X, self.feature_norm)
+            X = clip_rows_any(X, self.feature_norm)
             if plan.fit.default_scales:
                 a = math.sqrt(d) / self.feature_norm
         if self.target_bound is not None:
@@ -890,9 +924,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         # plug-in penalty omega' of the solver's units.
         lo = 0.0 if self.alpha_min is None else self.alpha_min * a**2 / n
         hi = math.inf if self.alpha_max is None else self.alpha_max * a**2 / n
-        result = ridge_gd(
-            np.ascontiguousarray(X * a), y * c, plan, rng, omega_bounds=(lo, hi)
-        )
+        result = ridge_gd(scale_any(X, a), y * c, plan, rng, omega_bounds=(lo, hi))
         # x' = a x, y' = c y: coef = a coef' / c, and the penalty omega' on
         # ||coef'||**2 is omega' / a**2 on ||coef||**2 (after dividing the
         # objective by c**2)
@@ -921,7 +953,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         feature_norm = self.feature_norm
         if feature_norm is None:
             feature_norm = private_norm_bound(
-                safe_row_norms(X),
+                row_norms(X),
                 eps_a if not math.isinf(self.epsilon) else math.inf,
                 rng=rng,
                 quantile=_BOUND_QUANTILE,
@@ -944,7 +976,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
@@ -954,8 +986,31 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         if is_dask_collection(X):  # lazy, as dask-ml does
             X, _ = as_dask_xy(X, n_features=self.n_features_in_)
             return lazy_decision(X, self.coef_, self.intercept_)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return X @ self.coef_ + self.intercept_
+        X = validate_data(
+            self, X, dtype=np.float64, reset=False, accept_sparse=["csr", "csc"]
+        )
+        return np.asarray(X @ self.coef_).ravel() + self.intercept_
+
+    def _check_sparse(self, X):
+        """Sparse input: the gd and sufficient-statistics solvers (public rules).
+
+        ``"sufficient_statistics"`` forms the dense Gram matrix, so it takes
+        sparse input up to :data:`~skdp.utils._sparse.MAX_GRAM_FEATURES`
+        columns (intercept included).
+        """
+        if not is_sparse(X):
+            return
+        if self.inner_solver in _RETIRED_SOLVERS:
+            reject_sparse(
+                X,
+                f"BilevelRidge(inner_solver={self.inner_solver!r})",
+                'inner_solver="gd" or "sufficient_statistics"',
+            )
+        if self.inner_solver == "sufficient_statistics":
+            check_gram_size(
+                X.shape[1] + int(self.fit_intercept),
+                'BilevelRidge(inner_solver="sufficient_statistics")',
+            )
 
     def _validate_dask(self, X, y):
         """Dask input: the sufficient-statistics fit with public bounds only.
@@ -975,3 +1030,18 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         return X, y
+
+
+def _sparse_statistics(X, y, feature_norm, target_bound, intercept_scaling):
+    """Exact statistics of sparse rows, clipped and scaled as the dense path.
+
+    Rows are clipped to ``feature_norm`` and divided by it (then clipped to
+    norm 1, as :func:`bilevel_ridge` does), targets clipped to
+    ``target_bound`` and divided by it: the per-record maps of the dense
+    path, on the stored entries only. ``X^T X`` is formed by a sparse product
+    (``d`` was checked against ``MAX_GRAM_FEATURES``).
+    """
+    Xn = clip_rows_any(clip_rows_any(X, feature_norm) / feature_norm, 1.0)
+    yn = clip_targets(clip_targets(y, target_bound) / target_bound, 1.0)
+    gram, moment, n, target_sq = augmented_gram(Xn, yn, intercept_scaling)
+    return RawStatistics(gram, moment, n, intercept_scaling, target_sq)

@@ -4,6 +4,7 @@ import math
 from numbers import Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import (
     BaseEstimator,
     OneToOneFeatureMixin,
@@ -42,9 +43,14 @@ def private_observed_mean(X, lower, upper, noise_multiplier, *, rng):
     covers it. The mean is the ratio (post-processing), at the middle of the
     range where the noisy count is not positive.
 
+    Sparse input: an implicit zero is an observed ``0`` (as in
+    scikit-learn's imputer with ``missing_values=np.nan``); only stored NaN
+    entries are missing, and the statistic is computed from the stored
+    entries (equal to the dense one up to summation order).
+
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
         May contain NaN.
     lower, upper : ndarray of shape (n_features,)
         Public bounds.
@@ -58,11 +64,14 @@ def private_observed_mean(X, lower, upper, noise_multiplier, *, rng):
         The released statistic before noise.
     """
     n, d = X.shape
-    observed = ~np.isnan(X)
-    U = np.where(observed, clipped_unit_values(np.nan_to_num(X), lower, upper), 0.0)
-    stat = np.empty(2 * d)
-    stat[0::2] = U.mean(axis=0)
-    stat[1::2] = _COUNT_WEIGHT * observed.mean(axis=0)
+    if sp.issparse(X):
+        stat = _sparse_observed_statistic(X, lower, upper)
+    else:
+        observed = ~np.isnan(X)
+        U = np.where(observed, clipped_unit_values(np.nan_to_num(X), lower, upper), 0.0)
+        stat = np.empty(2 * d)
+        stat[0::2] = U.mean(axis=0)
+        stat[1::2] = _COUNT_WEIGHT * observed.mean(axis=0)
     sens = moments_sensitivity(n, d)
     noisy = np.atleast_1d(gaussian_mechanism(stat, sens, noise_multiplier, rng=rng))
     frac = noisy[1::2] / _COUNT_WEIGHT
@@ -70,6 +79,34 @@ def private_observed_mean(X, lower, upper, noise_multiplier, *, rng):
         m_u = np.where(frac > 0, noisy[0::2] / frac, 0.0)
     m_u = np.clip(np.nan_to_num(m_u), -0.5, 0.5)
     return lower + (upper - lower) * (m_u + 0.5), stat
+
+
+def _sparse_observed_statistic(X, lower, upper):
+    """The pre-noise statistic of :func:`private_observed_mean`, sparse ``X``.
+
+    Column sums over the stored entries plus ``n - nnz_j`` implicit zeros,
+    each with the unit value of ``0`` clipped to the column's bounds.
+    """
+    X = sp.csc_matrix(X, dtype=np.float64)
+    n, d = X.shape
+    lower = np.broadcast_to(np.asarray(lower, dtype=float), (d,))
+    upper = np.broadcast_to(np.asarray(upper, dtype=float), (d,))
+    counts = np.diff(X.indptr)
+    cols = np.repeat(np.arange(d), counts)
+    missing = np.isnan(X.data)
+    u_data = np.where(
+        missing,
+        0.0,
+        clipped_unit_values(np.nan_to_num(X.data), lower[cols], upper[cols]),
+    )
+    u_zero = clipped_unit_values(np.zeros(d), lower, upper)
+    implicit = n - counts
+    stat = np.empty(2 * d)
+    with np.errstate(all="ignore"):
+        stat[0::2] = (np.bincount(cols, u_data, minlength=d) + implicit * u_zero) / n
+        n_missing = np.bincount(cols, missing.astype(float), minlength=d)
+        stat[1::2] = _COUNT_WEIGHT * (n - n_missing) / n
+    return stat
 
 
 class SimpleImputer(
@@ -84,6 +121,10 @@ class SimpleImputer(
     :func:`private_observed_mean`). Every column is kept, also one with no
     observed value (scikit-learn's ``keep_empty_features=True``): dropping
     it would reveal that it is empty.
+
+    Sparse input (CSR/CSC) is accepted as by scikit-learn's imputer with
+    ``missing_values=np.nan``: implicit zeros are observed zeros, stored NaN
+    entries are filled, and the output stays sparse.
 
     With ``epsilon=np.inf`` and bounds that contain the data, the means are
     scikit-learn's :class:`~sklearn.impute.SimpleImputer`'s (up to
@@ -177,7 +218,7 @@ class SimpleImputer(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : None
             Ignored.
 
@@ -185,7 +226,13 @@ class SimpleImputer(
         -------
         self : SimpleImputer
         """
-        X = validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan")
+        X = validate_data(
+            self,
+            X,
+            dtype=np.float64,
+            ensure_all_finite="allow-nan",
+            accept_sparse=["csr", "csc"],
+        )
         n, d = X.shape
         if self.strategy == "mean" and self.bounds is None:
             raise ValueError(
@@ -212,15 +259,28 @@ class SimpleImputer(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features)
+        ndarray or sparse matrix of shape (n_samples, n_features)
+            Sparse (the input's format) for sparse input.
         """
         X = self._validate_for_transform(
-            X, "statistics_", ensure_all_finite="allow-nan"
+            X,
+            "statistics_",
+            ensure_all_finite="allow-nan",
+            accept_sparse=["csr", "csc"],
         )
+        if sp.issparse(X):
+            # a copy: only the stored NaN entries change, zeros stay implicit
+            missing = np.isnan(X.data)
+            if X.format == "csr":
+                cols = X.indices
+            else:
+                cols = np.repeat(np.arange(X.shape[1]), np.diff(X.indptr))
+            X.data[missing] = self.statistics_[cols[missing]]
+            return X
         missing = np.isnan(X)
         X[missing] = np.broadcast_to(self.statistics_, X.shape)[missing]
         return X
@@ -228,4 +288,5 @@ class SimpleImputer(
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True
         return tags

@@ -3,6 +3,7 @@
 from numbers import Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import (
     BaseEstimator,
     OneToOneFeatureMixin,
@@ -152,6 +153,7 @@ class MinMaxScaler(
             raise ValueError(
                 f"feature_range must be (min, max) with min < max, got {self.feature_range!r}."
             )
+        _reject_sparse(X)
         X = validate_data(self, X, dtype=np.float64)
         n, d = X.shape
         declared = self._declared_bounds(d)
@@ -185,6 +187,7 @@ class MinMaxScaler(
         -------
         ndarray of shape (n_samples, n_features)
         """
+        _reject_sparse(X)
         X = self._validate_for_transform(X, "n_samples_seen_")
         # Rows may be private (a Pipeline's fit transforms its training data):
         # an overflow on an extreme value must not warn (a warning that one
@@ -210,8 +213,24 @@ class MinMaxScaler(
         -------
         ndarray of shape (n_samples, n_features)
         """
+        _reject_sparse(X)
         X = self._validate_for_transform(X, "n_samples_seen_")
         with np.errstate(all="ignore"):
             X -= self.min_
             X /= self.scale_
         return X
+
+
+def _reject_sparse(X):
+    """Sparse input is refused, as by scikit-learn's ``MinMaxScaler``.
+
+    The map ``x -> x * scale + min`` sends zeros to ``min``, which would make
+    the matrix dense.
+    """
+    if sp.issparse(X):
+        raise TypeError(
+            "MinMaxScaler does not support sparse input: it maps zeros to "
+            "feature_range[0], which makes the matrix dense. Consider "
+            "StandardScaler(with_mean=False), which scales sparse input "
+            "without densifying it."
+        )

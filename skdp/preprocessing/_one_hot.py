@@ -41,7 +41,9 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
     drop : {"first", "if_binary"}, array-like or None, default=None
         As in scikit-learn (only the declared categories are involved).
     sparse_output : bool, default=False
-        Return a sparse matrix (skdp's estimators take dense input for now).
+        Return a CSR matrix. skdp's gradient-based estimators take it
+        without densifying (``HeavyTailed*`` with the default solver,
+        ``BilevelRidge``, ``MinimaxFairClassifier(solver="gda")``).
     dtype : number type, default=np.float64
         Output dtype.
     epsilon : float, default=1.0

@@ -18,7 +18,22 @@ __all__ = [
     "row_nnz",
     "clip_rows_any",
     "append_constant_column",
+    "scale_any",
+    "matvec",
+    "rmatvec",
+    "plain_row_norms",
+    "augmented_gram",
+    "MAX_GRAM_FEATURES",
+    "check_gram_size",
+    "reject_sparse",
 ]
+
+#: Largest number of features (intercept column included) for which a solver
+#: that must form the dense ``d x d`` Gram matrix accepts sparse input: about
+#: 34 MB per copy of the matrix and an eigendecomposition of a few seconds.
+#: A public rule of the shape; larger sparse inputs get a clear error rather
+#: than an out-of-memory failure.
+MAX_GRAM_FEATURES = 2048
 
 
 def is_sparse(X):
@@ -213,3 +228,216 @@ def append_constant_column(X, value):
     out[:, :-1] = X
     out[:, -1] = value
     return out
+
+
+def scale_any(X, factor):
+    """``X * factor``: a float64 CSR matrix or a C-contiguous array.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n, d)
+    factor : float
+
+    Returns
+    -------
+    ndarray or scipy.sparse.csr_matrix
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> scale_any(sp.csc_matrix(np.eye(2)), 2.0).format
+    'csr'
+    """
+    if sp.issparse(X):
+        return as_float_rows(X) * float(factor)
+    return np.ascontiguousarray(X * factor)
+
+
+def matvec(X, w):
+    """``X @ w`` for a vector ``w``; dense input through ``einsum``.
+
+    ``einsum`` rather than BLAS ``gemv`` for dense ``X`` (as the saddle-point
+    solvers had it: bit-identical there); the sparse product touches the
+    stored entries only.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n, d)
+    w : ndarray of shape (d,)
+
+    Returns
+    -------
+    ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> matvec(sp.csr_matrix(np.eye(2)), np.array([1.0, 2.0]))
+    array([1., 2.])
+    """
+    if sp.issparse(X):
+        return np.asarray(X @ w).ravel()
+    return np.einsum("ij,j->i", X, w)
+
+
+def rmatvec(X, v):
+    """``X^T @ v`` for a vector ``v``; dense input through ``einsum``.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n, d)
+    v : ndarray of shape (n,)
+
+    Returns
+    -------
+    ndarray of shape (d,)
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> rmatvec(sp.csr_matrix(np.array([[1.0, 0.0], [1.0, 3.0]])), np.ones(2))
+    array([2., 3.])
+    """
+    if sp.issparse(X):
+        return np.asarray(X.T @ v).ravel()
+    return np.einsum("ij,i->j", X, v)
+
+
+def plain_row_norms(X):
+    """``sqrt(sum_j x_ij**2)`` without rescaling (inputs already clipped).
+
+    Dense input through ``einsum`` (as the saddle-point solvers had it);
+    callers on private rows run it under ``np.errstate(all="ignore")``.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n, d)
+
+    Returns
+    -------
+    ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> plain_row_norms(sp.csr_matrix(np.array([[3.0, 4.0], [0.0, 0.0]])))
+    array([5., 0.])
+    """
+    if sp.issparse(X):
+        X = as_float_rows(X)
+        sq = np.bincount(_row_index(X), weights=X.data * X.data, minlength=X.shape[0])
+        return np.sqrt(sq)
+    return np.sqrt(np.einsum("ij,ij->i", X, X))
+
+
+def check_gram_size(n_features, what, limit=None):
+    """Refuse a sparse input whose dense Gram matrix would be too large.
+
+    A rule of the public shape only.
+
+    Parameters
+    ----------
+    n_features : int
+        Columns of the Gram matrix (intercept column included).
+    what : str
+        The estimator and solver, for the message.
+    limit : int, default=None
+        ``None``: :data:`MAX_GRAM_FEATURES`.
+
+    Raises
+    ------
+    ValueError
+        If ``n_features > limit``.
+
+    Examples
+    --------
+    >>> check_gram_size(10, "BilevelRidge")
+    """
+    limit = MAX_GRAM_FEATURES if limit is None else int(limit)
+    if n_features > limit:
+        raise ValueError(
+            f"{what} forms the dense {n_features} x {n_features} Gram matrix "
+            f"X^T X; sparse input is accepted up to {limit} columns (intercept "
+            "included) so that it cannot exhaust memory. Use a gradient-based "
+            'solver (BilevelRidge(inner_solver="gd")) for wider sparse data.'
+        )
+
+
+def augmented_gram(X, y, intercept_scaling=None):
+    """Exact ``(Z^T Z, Z^T y, n, y^T y)`` with ``Z = [X, c 1]``, ``X`` sparse.
+
+    The ``d x d`` block ``X^T X`` is formed from the stored entries (sparse
+    product) and returned dense, as are the constant-column terms
+    (``c X^T 1``, ``c**2 n``, ``c 1^T y``); the matrix is never densified.
+
+    Parameters
+    ----------
+    X : sparse matrix of shape (n, d)
+        Clipped rows.
+    y : ndarray of shape (n,)
+        Clipped targets.
+    intercept_scaling : float or None
+        Constant column ``c``; ``None`` for no intercept.
+
+    Returns
+    -------
+    gram : ndarray of shape (p, p)
+    moment : ndarray of shape (p,)
+    n : int
+    target_sq : float
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> g, m, n, t = augmented_gram(sp.csr_matrix(np.eye(2)), np.array([1.0, 2.0]), 1.0)
+    >>> g
+    array([[1., 0., 1.],
+           [0., 1., 1.],
+           [1., 1., 2.]])
+    """
+    X = as_float_rows(X)
+    y = np.asarray(y, dtype=float)
+    n, d = X.shape
+    xtx = (X.T @ X).toarray()
+    xty = np.asarray(X.T @ y).ravel()
+    if intercept_scaling is None:
+        return xtx, xty, n, float(y @ y)
+    c = float(intercept_scaling)
+    col = c * np.asarray(X.sum(axis=0)).ravel()
+    gram = np.empty((d + 1, d + 1))
+    gram[:d, :d] = xtx
+    gram[:d, d] = col
+    gram[d, :d] = col
+    gram[d, d] = c * c * n
+    moment = np.append(xty, c * y.sum())
+    return gram, moment, n, float(y @ y)
+
+
+def reject_sparse(X, what, supported):
+    """Raise a clear error for sparse ``X`` on a path that needs dense rows.
+
+    A rule of the input type and public parameters only.
+
+    Parameters
+    ----------
+    X : object
+    what : str
+        The estimator and setting that refuses sparse input.
+    supported : str
+        The setting(s) that accept it.
+
+    Raises
+    ------
+    TypeError
+        If ``X`` is sparse.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> reject_sparse(np.eye(2), "X(solver='a')", "solver='b'")
+    """
+    if sp.issparse(X):
+        raise TypeError(
+            f"Sparse input is not supported by {what}: pass a dense array, or "
+            f"use {supported}, which accepts CSR/CSC input without densifying."
+        )

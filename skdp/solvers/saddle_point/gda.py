@@ -54,6 +54,13 @@ import numpy as np
 from scipy.special import expit
 
 from ...privacy import gaussian_noise
+from ...utils._sparse import (
+    as_float_rows,
+    is_sparse,
+    matvec,
+    plain_row_norms,
+    rmatvec,
+)
 from ...utils._sparse import row_norms as sparse_row_norms
 from ..heavy_tailed.multinomial import softmax_residuals
 from ..projections import Ball
@@ -174,17 +181,17 @@ def stacked_statistic(
     with np.errstate(all="ignore"):
         # einsum rather than BLAS gemv: on a busy machine gemv's thread
         # start-up dominated these thin products (10x slower, measured).
-        margin = y * np.einsum("ij,j->i", X, coef)
+        margin = y * matvec(X, coef)
         tail = expit(-margin)  # |l'(margin)|
         # -log(1 - tail) is the logistic loss; where it rounds to inf the
         # loss is far above any cap and is clipped to B.
         loss = np.minimum(-np.log1p(-tail), loss_bound)
         dloss = -tail * y  # gradient of l_i is dloss_i * x_i
         if row_norms is None:
-            row_norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+            row_norms = plain_row_norms(X)
         norms = tail * row_norms
         scale = np.where(norms > clip, clip / np.where(norms > 0, norms, 1.0), 1.0)
-        grad = np.einsum("ij,i->j", X, record_weights[groups] * dloss * scale)
+        grad = rmatvec(X, record_weights[groups] * dloss * scale)
         sums = np.bincount(groups, weights=loss, minlength=n_groups)
     return np.concatenate([grad, loss_factor * sums])
 
@@ -359,13 +366,13 @@ def group_dro_gda(
     -------
     GDAResult
     """
-    X = np.asarray(X, dtype=float)
+    X = as_float_rows(X) if is_sparse(X) else np.asarray(X, dtype=float)
     groups = np.asarray(groups, dtype=np.intp)
     priors = np.asarray(priors, dtype=float)
     n, p = X.shape
     m = priors.size
     with np.errstate(all="ignore"):
-        row_norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+        row_norms = plain_row_norms(X)
     z = float(noise_multiplier)
     lam = float(loss_factor)
     if n_classes is None:
