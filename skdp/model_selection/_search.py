@@ -1,5 +1,7 @@
 """PrivateSearchCV: accounted hyperparameter search for any skdp estimator."""
 
+import contextlib
+import io
 import math
 import warnings
 from copy import deepcopy
@@ -381,8 +383,9 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             )
             return loss, model
 
-        with warnings.catch_warnings():
-            # A warning per trial would reveal the number of trials.
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            # A warning or a progress line (the searched estimator's own
+            # ``verbose``) per trial would reveal the number of trials.
             warnings.simplefilter("ignore")
             best = select_best(
                 rng,
