@@ -124,7 +124,10 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     verbose : int, default=0
         Print the fit's phases (records, plan, solver stages, privacy spent)
         when positive; ``2`` also prints the privacy plan. Only public
-        quantities are printed, never anything computed from the data.
+        quantities are printed, never anything computed from the data. The
+        searched estimator's own output (its ``verbose``) is silenced during
+        the trials, like its warnings: one block per trial would reveal the
+        secret number of trials.
     accountant : PrivacyAccountant or None, default=None
         Shared budget; the search is one entry.
     random_state : int, Generator or None, default=None
