@@ -88,3 +88,21 @@ def test_verbose_prints_phases_and_only_public_values(
     for attr in ("coef_", "best_index_"):
         if hasattr(est0, attr):
             np.testing.assert_array_equal(getattr(est0, attr), getattr(est_a, attr))
+
+
+def test_search_trials_print_nothing(capsys):
+    # The number of trials K is secret (Papernot and Steinke's bound needs
+    # it hidden): a searched estimator's own ``verbose`` must not print one
+    # block per trial. Its probes (one per candidate, public) stop at the plan.
+    X, y, _ = _neighbours(False)[0]
+    search = PrivateSearchCV(
+        HeavyTailedLinearRegression(max_iter=5, verbose=1),
+        param_grid={"max_iter": [3, 5]},
+        mean_trials=3.0,
+        epsilon=5.0,
+        loss_bound=4.0,
+        random_state=0,
+    )
+    search.fit(X, y)
+    out = capsys.readouterr().out
+    assert "[HeavyTailedLinearRegression] done" not in out

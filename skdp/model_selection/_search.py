@@ -1,5 +1,7 @@
 """PrivateSearchCV: accounted hyperparameter search for any skdp estimator."""
 
+import contextlib
+import io
 import math
 import warnings
 from copy import deepcopy
@@ -122,7 +124,10 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     verbose : int, default=0
         Print the fit's phases (records, plan, solver stages, privacy spent)
         when positive; ``2`` also prints the privacy plan. Only public
-        quantities are printed, never anything computed from the data.
+        quantities are printed, never anything computed from the data. The
+        searched estimator's own output (its ``verbose``) is silenced during
+        the trials, like its warnings: one block per trial would reveal the
+        secret number of trials.
     accountant : PrivacyAccountant or None, default=None
         Shared budget; the search is one entry.
     random_state : int, Generator or None, default=None
@@ -381,8 +386,9 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             )
             return loss, model
 
-        with warnings.catch_warnings():
-            # A warning per trial would reveal the number of trials.
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            # A warning or a progress line (the searched estimator's own
+            # ``verbose``) per trial would reveal the number of trials.
             warnings.simplefilter("ignore")
             best = select_best(
                 rng,
