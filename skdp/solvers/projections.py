@@ -38,7 +38,10 @@ def project_ball(v, radius):
     array([0.6, 0.8])
     """
     v = np.asarray(v, dtype=float)
-    norm = float(np.linalg.norm(v))
+    # einsum, not BLAS: a threaded dot costs ~24 ms per call at p = 1e4 on a
+    # busy machine, which dominated sparse fits (benchmarks/results/sparse.md)
+    flat = v.ravel()
+    norm = float(np.sqrt(np.einsum("i,i->", flat, flat)))
     if norm <= radius:
         return v.copy()
     return v * (radius / norm)
