@@ -356,3 +356,37 @@ def test_heavy_tailed_non_finite_and_unknown_labels_refused(client):
             _dask(X, y)[0], labels
         )
     assert acc.ledger == []
+
+
+def test_other_private_estimators_refuse_dask_instead_of_gathering(client):
+    """Their input validation would gather the rows: a clear error instead,
+    naming the fits that run distributed, before anything is spent."""
+    from skdp import MinimaxFairClassifier
+    from skdp.model_selection import PrivateSearchCV
+    from skdp.preprocessing import MinMaxScaler, StandardScaler
+
+    X, y = _data(n=1000)
+    Xd, yd = _dask(X, y)
+    labels = (yd > 0).astype(int)
+    groups = da.from_array(np.arange(1000) % 2, chunks=CHUNKS)
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    fits = [
+        (MinimaxFairClassifier(accountant=acc), (Xd, labels), {}),
+        (MinimaxFairClassifier(), (X, y > 0), {"sensitive_features": groups}),
+        (StandardScaler(accountant=acc), (Xd,), {}),
+        (MinMaxScaler(accountant=acc), (Xd,), {}),
+        (
+            PrivateSearchCV(
+                HeavyTailedLinearRegression(), param_grid={"k": [2, 4]}, accountant=acc
+            ),
+            (Xd, yd),
+            {},
+        ),
+    ]
+    for est, args, kwargs in fits:
+        with pytest.raises(TypeError, match="Distributed fits: BilevelRidge"):
+            est.fit(*args, **kwargs)
+    assert acc.ledger == []
+    scaler = StandardScaler(epsilon=np.inf).fit(X)
+    with pytest.raises(TypeError, match="StandardScaler.transform"):
+        scaler.transform(Xd)

@@ -29,6 +29,7 @@ __all__ = [
     "map_rows",
     "persist_records",
     "record_norms",
+    "refuse_undistributed_dask",
     "reject_dask",
 ]
 
@@ -84,6 +85,38 @@ def reject_dask(X, what):
             f"process). Distributed fits: {DISTRIBUTED_FITS}. Pass a numpy "
             "array, or use a distributed fit."
         )
+
+
+#: Estimators whose ``fit`` handles dask input itself (a distributed fit for
+#: the configurations of :data:`DISTRIBUTED_FITS`, a clear error otherwise).
+DASK_ESTIMATORS = frozenset(
+    {"BilevelRidge", "HeavyTailedLinearRegression", "HeavyTailedLogisticRegression"}
+)
+
+
+def refuse_undistributed_dask(estimator, args, kwargs):
+    """Refuse dask input to a fit that would gather it (before any work).
+
+    Every other private estimator's input validation would convert a dask
+    collection to numpy, i.e. gather all rows in one process; this raises a
+    clear error instead, naming the fits that run distributed.
+
+    Parameters
+    ----------
+    estimator : object
+    args : tuple
+    kwargs : dict
+        The fit's arguments.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> refuse_undistributed_dask(object(), (np.ones(2),), {})  # numpy: no error
+    """
+    if any(c.__name__ in DASK_ESTIMATORS for c in type(estimator).__mro__):
+        return
+    for value in list(args) + list(kwargs.values()):
+        reject_dask(value, type(estimator).__name__)
 
 
 def _to_array(X):
