@@ -173,7 +173,7 @@ def test_unsupported_fits_reject_dask_before_spending(client):
         HeavyTailedLinearRegression(center=True, feature_norm=3.0, delta=1e-6),
         HeavyTailedLogisticRegression(solver="localized", classes=[0, 1]),
         HeavyTailedLogisticRegression(classes=[0, 1, 2], delta=1e-6),
-        _ridge(inner_solver="gd"),
+        _ridge(inner_solver="output_perturbation"),
     ):
         with pytest.raises(TypeError, match="sufficient_statistics"):
             est.fit(
@@ -339,6 +339,8 @@ def test_heavy_tailed_fits_never_gather_rows_on_the_driver(client, monkeypatch):
         assert np.all(np.isfinite(est.coef_))
     est = _heavy(HeavyTailedLogisticRegression).fit(Xd, labels)
     assert np.all(np.isfinite(est.coef_))
+    est = _ridge(inner_solver="gd", tuning="path", inner_max_iter=12).fit(Xd, yd)
+    assert np.all(np.isfinite(est.coef_))
 
 
 def test_heavy_tailed_non_finite_and_unknown_labels_refused(client):
@@ -390,3 +392,21 @@ def test_other_private_estimators_refuse_dask_instead_of_gathering(client):
     scaler = StandardScaler(epsilon=np.inf).fit(X)
     with pytest.raises(TypeError, match="StandardScaler.transform"):
         scaler.transform(Xd)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"feature_norm": None, "target_bound": None},  # private scales
+        {"tuning": "risk_estimate"},  # public bounds
+    ],
+)
+def test_bilevel_ridge_gd_dask_matches_numpy(client, kw):
+    """inner_solver="gd" runs the heavy-tailed solver's distributed path (and
+    the selection's clipped loss differences are summed per chunk)."""
+    X, y = _data(seed=4)
+    params = dict(inner_solver="gd", inner_max_iter=12, **kw)
+    params.setdefault("tuning", "path")
+    est_np = _ridge(**params).fit(X, y)
+    est_dk = _ridge(**params).fit(*_dask(X, y))
+    _assert_same_model(est_np, est_dk)

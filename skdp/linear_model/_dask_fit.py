@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
 from ..solvers._distributed import as_dask_xy, reject_dask
 
-__all__ = ["fit_heavy_tailed_on_dask", "predict_on_workers"]
+__all__ = ["fit_heavy_tailed_on_dask", "predict_on_workers", "validate_dask_rows"]
 
 
 def _check_supported(est, X):
@@ -36,8 +36,25 @@ def _check_supported(est, X):
             reject_dask(X, "HeavyTailedLogisticRegression with more than two classes")
 
 
-def _validated(est, X, y, labels=False):
-    """Dask rows with the numpy path's input checks (one pass, no noise yet)."""
+def validate_dask_rows(est, X, y, labels=False):
+    """Dask rows with the numpy path's input checks (one pass, no noise yet).
+
+    ``nan``/``inf`` in ``X`` (and in ``y`` unless ``labels``) or labels
+    outside the declared ``est.classes`` raise the numpy path's errors
+    before anything is spent; sets ``n_features_in_``.
+
+    Parameters
+    ----------
+    est : estimator
+    X : dask array or DataFrame of shape (n, d)
+    y : dask array or Series of shape (n,)
+    labels : bool, default=False
+        ``y`` holds class labels (kept in their dtype).
+
+    Returns
+    -------
+    X, y : dask.array.Array
+    """
     import dask
     import dask.array as da
 
@@ -75,13 +92,13 @@ def fit_heavy_tailed_on_dask(est, X, y):
     """
     _check_supported(est, X)
     if type(est).__name__ == "HeavyTailedLinearRegression":
-        X, y = _validated(est, X, y)
+        X, y = validate_dask_rows(est, X, y)
         loss = SquaredLoss() if est.loss == "squared" else HuberLoss(est.tau)
         ((w, info),) = est._fit_problems(X, [y], loss, est.loss)
         est.coef_, est.intercept_ = est._split_coef(w)
         est._set_info([info])
         return est
-    X, y = _validated(est, X, y, labels=True)
+    X, y = validate_dask_rows(est, X, y, labels=True)
     est.classes_ = np.unique(np.asarray(est.classes))
     est._softmax = False
     positive = est.classes_[1]

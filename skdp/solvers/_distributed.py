@@ -27,6 +27,7 @@ __all__ = [
     "is_dask_collection",
     "lazy_decision",
     "map_rows",
+    "nan_to_zero",
     "persist_records",
     "record_norms",
     "refuse_undistributed_dask",
@@ -36,7 +37,8 @@ __all__ = [
 #: Fits that run distributed on dask input (named in every rejection).
 DISTRIBUTED_FITS = (
     'BilevelRidge(inner_solver="sufficient_statistics") with public '
-    "feature_norm and target_bound; HeavyTailedLinearRegression and binary "
+    'feature_norm and target_bound, or inner_solver="gd"; '
+    "HeavyTailedLinearRegression and binary "
     'HeavyTailedLogisticRegression (declared classes) with solver="known_lipschitz" '
     "and center=False"
 )
@@ -434,6 +436,28 @@ def bisection_counter(values, bounds, steps):
         return int(table[float(mid)])
 
     return count_le
+
+
+def nan_to_zero(values):
+    """``np.nan_to_num(values, nan=0.0)``, per chunk for dask input.
+
+    Parameters
+    ----------
+    values : ndarray or dask.array.Array
+
+    Returns
+    -------
+    ndarray or dask.array.Array
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> nan_to_zero(np.array([np.nan, 1.0]))
+    array([0., 1.])
+    """
+    if is_dask_collection(values):
+        return values.map_blocks(np.nan_to_num, nan=0.0, dtype=np.float64)
+    return np.nan_to_num(values, nan=0.0)
 
 
 def map_rows(func, X, *args, width=None):

@@ -42,6 +42,7 @@ from scipy.stats import norm
 
 from ....losses import SquaredLoss
 from ....privacy import ComposedDpEvent, GaussianDpEvent, gaussian_noise
+from ..._distributed import nan_to_zero
 from ...heavy_tailed.bounds import QuantileTarget
 from ...heavy_tailed.common import split_gdp
 from ...heavy_tailed.gd import practical_step_size
@@ -504,7 +505,7 @@ def loss_differences(X, y, candidates, scale, target_scale, z, rng, fit_intercep
             p = _predict(X, w, fit_intercept)
             dp = np.clip(p - p_ref, -P, P)
             resid = np.clip(0.5 * (p + p_ref) - y, -Q, Q)
-            terms = np.nan_to_num(dp * resid, nan=0.0)
+            terms = nan_to_zero(dp * resid)  # dask: per chunk
             sums[j] = float(np.sum(terms)) / bounds[j]
     std = 2.0 * math.sqrt(K - 1) * z
     noisy = sums + gaussian_noise(rng, std, K - 1)
