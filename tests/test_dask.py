@@ -385,6 +385,7 @@ def test_other_private_estimators_refuse_dask_instead_of_gathering(client):
             {},
         ),
     ]
+    fits.append((_heavy(HeavyTailedLinearRegression, accountant=acc), (X, yd), {}))
     for est, args, kwargs in fits:
         with pytest.raises(TypeError, match="Distributed fits: BilevelRidge"):
             est.fit(*args, **kwargs)

@@ -115,9 +115,12 @@ def refuse_undistributed_dask(estimator, args, kwargs):
     >>> import numpy as np
     >>> refuse_undistributed_dask(object(), (np.ones(2),), {})  # numpy: no error
     """
+    values = list(args) + list(kwargs.values())
     if any(c.__name__ in DASK_ESTIMATORS for c in type(estimator).__mro__):
-        return
-    for value in list(args) + list(kwargs.values()):
+        if values and is_dask_collection(values[0]):
+            return  # a distributed fit (or the estimator's own clear error)
+        values = values[1:]  # numpy X: a dask y would be gathered
+    for value in values:
         reject_dask(value, type(estimator).__name__)
 
 
