@@ -223,8 +223,9 @@ def _write(rows, args):
     lines = [
         f"# Dask scale-out: {cls}({', '.join(f'{k}={v!r}' for k, v in params.items())})",
         "",
-        f"d = {D}, chunk = {args.chunk} rows, epsilon = 1, public bounds; "
-        f"machine: {os.cpu_count()} cores shared with other jobs (timings are "
+        f"d = {D}, chunk = {args.chunk} rows, epsilon = 1, "
+        + ("public bounds; " if args.estimator == "bilevel" else "private scales; ")
+        + f"machine: {os.cpu_count()} cores shared with other jobs (timings are "
         "noisy). Command: `nice -n 10 python benchmarks/dask_scale.py "
         + " ".join(sys.argv[1:])
         + "`.",
