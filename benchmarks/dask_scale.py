@@ -1,4 +1,9 @@
-"""Scale-out benchmark: BilevelRidge(inner_solver="sufficient_statistics") on dask.
+"""Scale-out benchmark: private fits on dask vs numpy (BilevelRidge, HeavyTailedLinearRegression).
+
+``--estimator bilevel`` (default): BilevelRidge(inner_solver="sufficient_statistics"),
+one pass over the data. ``--estimator htlr``: HeavyTailedLinearRegression
+(default full-batch solver, private scales): the clipped design is persisted on
+the workers, then every count and gradient sum is one round trip.
 
 Synthetic regression data (d = 20, Student-t features, public bounds) is
 generated chunk by chunk *on the workers* (each chunk from its own seed), so
@@ -51,6 +56,21 @@ PARAMS = dict(
     random_state=0,
 )
 BETA = np.linspace(1.0, -1.0, D)
+#: estimator -> (class name in skdp, parameters)
+ESTIMATORS = {
+    "bilevel": ("BilevelRidge", PARAMS),
+    "htlr": (
+        "HeavyTailedLinearRegression",
+        dict(epsilon=1.0, delta=1e-8, random_state=0),  # private scales, 100 steps
+    ),
+}
+
+
+def _make(name):
+    import skdp
+
+    cls, params = ESTIMATORS[name]
+    return getattr(skdp, cls)(**params)
 
 
 def _block(seed, start, stop):
@@ -81,18 +101,25 @@ def _rss_gb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-def numpy_fit(n, chunk, seed):
+def numpy_fit(n, chunk, seed, name="bilevel"):
     """Run in a fresh process: build all rows, fit, report time and peak RSS."""
-    from skdp import BilevelRidge
-
     parts = [_block(seed, s, min(s + chunk, n)) for s in range(0, n, chunk)]
     X = np.concatenate([p[0] for p in parts])
     y = np.concatenate([p[1] for p in parts])
     del parts
+    _warm_up()  # numba kernels loaded before the timed part (as on the workers)
     t0 = time.perf_counter()
-    est = BilevelRidge(**PARAMS).fit(X, y)
+    est = _make(name).fit(X, y)
     fit = time.perf_counter() - t0
     return {"fit": fit, "rss": _rss_gb(), "coef": est.coef_.tolist()}
+
+
+def _warm_up():
+    from skdp.losses import SquaredLoss
+    from skdp.solvers.heavy_tailed.kernels import clipped_gradient_sum
+
+    X = np.ones((4, 3))
+    clipped_gradient_sum(X, np.ones(4), np.zeros(3), np.ones(4), 1.0, SquaredLoss())
 
 
 def _dask_data(n, chunk, seed):
@@ -109,10 +136,9 @@ def _dask_data(n, chunk, seed):
     return da.concatenate(xs), da.concatenate(ys)
 
 
-def dask_fit(n, chunk, seed, workers):
+def dask_fit(n, chunk, seed, workers, name="bilevel"):
+    import distributed
     from distributed import Client, LocalCluster
-
-    from skdp import BilevelRidge
 
     cluster = LocalCluster(
         n_workers=workers,
@@ -125,14 +151,20 @@ def dask_fit(n, chunk, seed, workers):
     with Client(cluster) as client:
         # a long-lived cluster has skdp imported already: not part of the fit
         client.run(importlib.import_module, "skdp.solvers._distributed")
+        client.run(_warm_up)  # numba kernels compiled/loaded (cache=True)
         X, y = _dask_data(n, chunk, seed)
+        if name != "bilevel":
+            # iterative fit: the rows are loaded into the workers' memory first
+            # (as a user would persist them); the fit persists its clipped design
+            X, y = client.persist([X, y])
+            distributed.wait([X, y])
         client.run(_reset_peak)
         _reset_peak()
         t0 = time.perf_counter()
         X.sum().compute()
         gen = time.perf_counter() - t0
         t0 = time.perf_counter()
-        est = BilevelRidge(**PARAMS).fit(X, y)
+        est = _make(name).fit(X, y)
         fit = time.perf_counter() - t0
         rss = client.run(_rss_gb)
     cluster.close()
@@ -154,10 +186,15 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=None, help="results file name")
+    ap.add_argument("--estimator", choices=sorted(ESTIMATORS), default="bilevel")
     ap.add_argument("--numpy-child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.numpy_child is not None:
-        print(json.dumps(numpy_fit(args.numpy_child, args.chunk, args.seed)))
+        print(
+            json.dumps(
+                numpy_fit(args.numpy_child, args.chunk, args.seed, args.estimator)
+            )
+        )
         return
     if args.quick:
         args.sizes, args.chunk = [1e5, 3e5], 50_000
@@ -167,10 +204,11 @@ def main():
         if n <= args.numpy_max:
             cmd = [sys.executable, __file__, "--numpy-child", str(n)]
             cmd += ["--chunk", str(args.chunk), "--seed", str(args.seed)]
+            cmd += ["--estimator", args.estimator]
             out = subprocess.run(cmd, capture_output=True, text=True, check=True)
             row["numpy"] = json.loads(out.stdout.strip().splitlines()[-1])
         for w in args.workers:
-            row[f"dask{w}"] = r = dask_fit(n, args.chunk, args.seed, w)
+            row[f"dask{w}"] = r = dask_fit(n, args.chunk, args.seed, w, args.estimator)
             print(n, w, {k: v for k, v in r.items() if k != "coef"}, flush=True)
         rows.append(row)
         _write(rows, args)  # after every n: a partial run keeps its rows
@@ -181,11 +219,13 @@ def _fmt(x, spec=".2f"):
 
 
 def _write(rows, args):
+    cls, params = ESTIMATORS[args.estimator]
     lines = [
-        "# Dask scale-out: BilevelRidge(inner_solver='sufficient_statistics')",
+        f"# Dask scale-out: {cls}({', '.join(f'{k}={v!r}' for k, v in params.items())})",
         "",
-        f"d = {D}, chunk = {args.chunk} rows, epsilon = 1, public bounds; "
-        f"machine: {os.cpu_count()} cores shared with other jobs (timings are "
+        f"d = {D}, chunk = {args.chunk} rows, epsilon = 1, "
+        + ("public bounds; " if args.estimator == "bilevel" else "private scales; ")
+        + f"machine: {os.cpu_count()} cores shared with other jobs (timings are "
         "noisy). Command: `nice -n 10 python benchmarks/dask_scale.py "
         + " ".join(sys.argv[1:])
         + "`.",
@@ -193,8 +233,14 @@ def _write(rows, args):
         "Times in seconds; `s/1e6` is the fit time per 10^6 rows; RSS is the "
         "peak resident memory of one process in GB (numpy: the fitting "
         "process; dask: the largest worker). `gen` is one pass that only "
-        "generates the data on the workers; the dask fit makes one such pass "
-        "(generation included in its time, not in numpy's). `ratio` = dask fit / numpy fit.",
+        + (
+            "generates the data on the workers; the dask fit makes one such pass "
+            "(generation included in its time, not in numpy's). "
+            if args.estimator == "bilevel"
+            else "reads the rows persisted on the workers before the timed fit "
+            "(generation not timed, as for numpy). "
+        )
+        + "`ratio` = dask fit / numpy fit.",
         "",
         "| n | numpy fit | numpy RSS | workers | dask fit | gen | s/1e6 | ratio "
         "| worker RSS | driver RSS | max abs coef diff |",
@@ -214,7 +260,8 @@ def _write(rows, args):
                 f"| {_fmt(npy and r['fit'] / npy['fit'])} | {r['rss']:.2f} "
                 f"| {r['driver_rss']:.2f} | {_fmt(diff, '.1e')} |"
             )
-    name = "dask_scale_quick.md" if args.quick else "dask_scale.md"
+    suffix = "" if args.estimator == "bilevel" else f"_{args.estimator}"
+    name = f"dask_scale{suffix}_quick.md" if args.quick else f"dask_scale{suffix}.md"
     name = args.out or name
     path = os.path.join(os.path.dirname(__file__), "results", name)
     with open(path, "w") as f:

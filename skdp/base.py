@@ -24,6 +24,7 @@ from sklearn.base import _clone_parametrized
 from sklearn.utils._param_validation import Interval
 
 from .privacy import BudgetExceededError, PrivacyAccountant, certify_epsilon
+from .solvers._distributed import refuse_undistributed_dask
 from .utils._validation import check_generator, resolve_delta
 
 __all__ = ["PrivateClassifierMixin", "PrivateEstimatorMixin"]
@@ -314,6 +315,8 @@ def _silent_floating_point(method):
     @functools.wraps(method)
     def silent(self, *args, **kwargs):
         outermost = not getattr(self, "_skdp_in_fit", False)
+        if outermost:  # dask input: a distributed fit, or a clear error
+            refuse_undistributed_dask(self, args, kwargs)
         with np.errstate(all="ignore"):
             if (
                 outermost

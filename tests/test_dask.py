@@ -14,13 +14,20 @@ from skdp import (
     HeavyTailedLinearRegression,
     HeavyTailedLogisticRegression,
 )
+from skdp.losses import LogisticLoss, SquaredLoss
 from skdp.privacy import PrivacyAccountant
-from skdp.solvers._distributed import clipped_statistics
+from skdp.solvers._distributed import (
+    _bisection_midpoints,
+    bisection_counter,
+    clipped_statistics,
+    gradient_sum_on_workers,
+)
 from skdp.solvers.bilevel.ridge.stats import (
     exact_statistics,
     gram_sensitivity,
     moment_sensitivity,
 )
+from skdp.solvers.heavy_tailed.kernels import clipped_gradient_sum
 from skdp.utils import clip_rows, clip_targets
 
 distributed = pytest.importorskip("distributed")
@@ -162,12 +169,20 @@ def test_unsupported_fits_reject_dask_before_spending(client):
     X, y = _data(n=500)
     Xd, yd = _dask(X, y)
     for est in (
-        HeavyTailedLinearRegression(epsilon=1.0, delta=1e-6),
-        HeavyTailedLogisticRegression(epsilon=1.0, delta=1e-6),
-        _ridge(inner_solver="gd"),
+        HeavyTailedLinearRegression(solver="onepass", epsilon=1.0, delta=1e-6),
+        HeavyTailedLinearRegression(center=True, feature_norm=3.0, delta=1e-6),
+        HeavyTailedLogisticRegression(solver="localized", classes=[0, 1]),
+        HeavyTailedLogisticRegression(classes=[0, 1, 2], delta=1e-6),
+        _ridge(inner_solver="output_perturbation"),
     ):
         with pytest.raises(TypeError, match="sufficient_statistics"):
-            est.fit(Xd, yd > 0 if "Logistic" in type(est).__name__ else yd)
+            est.fit(
+                Xd, (yd > 0).astype(int) if "Logistic" in type(est).__name__ else yd
+            )
+    with pytest.raises(ValueError, match="classes="):
+        HeavyTailedLogisticRegression(accountant=PrivacyAccountant(1.0, 1e-5)).fit(
+            Xd, (yd > 0).astype(int)
+        )
     acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
     with pytest.raises(ValueError, match="public `feature_norm`"):
         _ridge(feature_norm=None, accountant=acc, delta=None).fit(Xd, yd)
@@ -199,3 +214,200 @@ def test_fit_never_gathers_rows_on_the_driver(client, monkeypatch):
     for tuning in ("bilevel", "risk_estimate"):
         est = _ridge(tuning=tuning).fit(Xd, yd)
         assert np.all(np.isfinite(est.coef_))
+
+
+# -- heavy-tailed GLMs (full-batch solver, every reduction on the workers) ----
+
+
+def _heavy(cls, **kw):
+    params = dict(epsilon=1.0, delta=1e-6, max_iter=8, random_state=5)
+    if cls is HeavyTailedLogisticRegression:
+        params["classes"] = [0, 1]
+    params.update(kw)
+    return cls(**params)
+
+
+def _assert_same_glm(a, b):
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(a.intercept_, b.intercept_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(a.clip_thresholds_, b.clip_thresholds_, rtol=1e-12)
+    assert a.feature_scale_ == b.feature_scale_
+    assert a.truncation_threshold_ == b.truncation_threshold_
+    assert a.privacy_spent_ == b.privacy_spent_
+    assert a.n_features_in_ == b.n_features_in_
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},  # private feature scale, truncation, target scale and median
+        {"loss": "huber", "fit_intercept": False},
+        {"feature_norm": 4.0, "epsilon": np.inf},
+    ],
+)
+def test_heavy_tailed_regression_dask_matches_numpy(client, kw):
+    X, y = _data()
+    est_np = _heavy(HeavyTailedLinearRegression, **kw).fit(X, y)
+    est_dk = _heavy(HeavyTailedLinearRegression, **kw).fit(*_dask(X, y))
+    _assert_same_glm(est_np, est_dk)
+    pred = est_dk.predict(_dask(X, y)[0])
+    assert isinstance(pred, da.Array)  # lazy
+    np.testing.assert_allclose(pred.compute(), est_np.predict(X), rtol=1e-9)
+    if np.isfinite(est_np.epsilon):
+        other = _heavy(HeavyTailedLinearRegression, random_state=6, **kw)
+        assert not np.allclose(other.fit(*_dask(X, y)).coef_, est_dk.coef_)
+
+
+def test_heavy_tailed_logistic_dask_matches_numpy(client):
+    X, y = _data(seed=3)
+    labels = np.where(y > 0.5, 1, 0)
+    Xd, _ = _dask(X, y)
+    yd = da.from_array(labels, chunks=CHUNKS)
+    est_np = _heavy(HeavyTailedLogisticRegression).fit(X, labels)
+    est_dk = _heavy(HeavyTailedLogisticRegression).fit(Xd, yd)
+    _assert_same_glm(est_np, est_dk)
+    for method in ("predict", "predict_proba", "decision_function"):
+        out = getattr(est_dk, method)(Xd)
+        assert isinstance(out, da.Array)
+        np.testing.assert_allclose(out.compute(), getattr(est_np, method)(X))
+
+
+def test_heavy_tailed_shared_accountant_counts_dask_and_numpy_fits(client):
+    X, y = _data()
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    _heavy(HeavyTailedLinearRegression, accountant=acc, delta=None).fit(*_dask(X, y))
+    assert len(acc.ledger) == 1
+    one = acc.spent_epsilon
+    _heavy(HeavyTailedLinearRegression, accountant=acc, delta=None).fit(X, y)
+    assert len(acc.ledger) == 2
+    assert acc.spent_epsilon > one * 1.2
+
+
+@pytest.mark.parametrize("loss", [SquaredLoss(), LogisticLoss()])
+def test_gathered_gradient_sum_moves_by_at_most_2C(client, loss):
+    """Coupled run on dask input: replacing one record moves the gathered
+    clipped gradient sum by at most 2 C (nearly attained), and a gathered
+    count by at most 1; both equal the one-process values."""
+    X, y = _data(n=2000, d=3)
+    y = np.sign(y) if isinstance(loss, LogisticLoss) else y
+    w, C = np.array([0.5, -0.2, 0.1]), 0.7
+    X2, y2 = X.copy(), y.copy()
+    # record 1234 (second chunk): a large row orthogonal to w (<x, w> = 0),
+    # so flipping its label flips its gradient; both are clipped to C on the
+    # worker
+    X[1234], y[1234] = [10.0, 25.0, 0.0], -1.0
+    X2[1234], y2[1234] = [10.0, 25.0, 0.0], 1.0
+    inv = 1.0 / np.linalg.norm(X, axis=1)
+    inv2 = 1.0 / np.linalg.norm(X2, axis=1)
+    Xd, yd = _dask(X, y)
+    Xd2, yd2 = _dask(X2, y2)
+    ind, ind2 = da.from_array(inv, chunks=CHUNKS), da.from_array(inv2, chunks=CHUNKS)
+    g1 = gradient_sum_on_workers(Xd, yd, w, ind, C, loss)
+    g2 = gradient_sum_on_workers(Xd2, yd2, w, ind2, C, loss)
+    move = np.linalg.norm(g1 - g2)
+    assert move <= 2 * C * (1 + 1e-12)
+    assert move >= 0.99 * 2 * C
+    np.testing.assert_allclose(g1, clipped_gradient_sum(X, y, w, inv, C, loss))
+    # the counts of the private quantiles: one record's value moves across
+    # the search range; every gathered count moves by at most 1 (attained)
+    v1, v2 = da.from_array(inv, chunks=CHUNKS), da.from_array(inv2, chunks=CHUNKS)
+    v2[1234] = 1e9
+    count1 = bisection_counter(v1, (0.0, 2.0), 6)
+    count2 = bisection_counter(v2, (0.0, 2.0), 6)
+    local = bisection_counter(inv, (0.0, 2.0), 6)
+    mids = _bisection_midpoints(0.0, 2.0, 6)
+    assert max(abs(count1(m) - count2(m)) for m in mids) == 1
+    assert all(count1(m) == local(m) for m in mids)
+
+
+def test_heavy_tailed_fits_never_gather_rows_on_the_driver(client, monkeypatch):
+    X, y = _data(n=1500)
+    Xd, yd = _dask(X, y)
+    labels = da.from_array(np.where(y > 0.5, 1, 0), chunks=CHUNKS)
+
+    class Gathered(BaseException):
+        pass
+
+    def gather(self, *args, **kwargs):
+        raise Gathered("a dask input was converted to numpy on the driver")
+
+    monkeypatch.setattr(type(Xd), "__array__", gather)
+    with pytest.raises(Gathered):
+        np.asarray(Xd)
+    for kw in ({}, {"feature_norm": 3.0, "loss": "huber"}):
+        est = _heavy(HeavyTailedLinearRegression, **kw).fit(Xd, yd)
+        assert np.all(np.isfinite(est.coef_))
+    est = _heavy(HeavyTailedLogisticRegression).fit(Xd, labels)
+    assert np.all(np.isfinite(est.coef_))
+    est = _ridge(inner_solver="gd", tuning="path", inner_max_iter=12).fit(Xd, yd)
+    assert np.all(np.isfinite(est.coef_))
+
+
+def test_heavy_tailed_non_finite_and_unknown_labels_refused(client):
+    X, y = _data(n=1500)
+    X[1000, 1] = np.inf
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    with pytest.raises(ValueError, match="NaN"):
+        _heavy(HeavyTailedLinearRegression, accountant=acc, delta=None).fit(
+            *_dask(X, y)
+        )
+    X[1000, 1] = 0.0
+    labels = da.from_array(np.where(y > 0.5, 1, 2), chunks=CHUNKS)
+    with pytest.raises(ValueError, match="not in `classes`"):
+        _heavy(HeavyTailedLogisticRegression, accountant=acc, delta=None).fit(
+            _dask(X, y)[0], labels
+        )
+    assert acc.ledger == []
+
+
+def test_other_private_estimators_refuse_dask_instead_of_gathering(client):
+    """Their input validation would gather the rows: a clear error instead,
+    naming the fits that run distributed, before anything is spent."""
+    from skdp import MinimaxFairClassifier
+    from skdp.model_selection import PrivateSearchCV
+    from skdp.preprocessing import MinMaxScaler, StandardScaler
+
+    X, y = _data(n=1000)
+    Xd, yd = _dask(X, y)
+    labels = (yd > 0).astype(int)
+    groups = da.from_array(np.arange(1000) % 2, chunks=CHUNKS)
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    fits = [
+        (MinimaxFairClassifier(accountant=acc), (Xd, labels), {}),
+        (MinimaxFairClassifier(), (X, y > 0), {"sensitive_features": groups}),
+        (StandardScaler(accountant=acc), (Xd,), {}),
+        (MinMaxScaler(accountant=acc), (Xd,), {}),
+        (
+            PrivateSearchCV(
+                HeavyTailedLinearRegression(), param_grid={"k": [2, 4]}, accountant=acc
+            ),
+            (Xd, yd),
+            {},
+        ),
+    ]
+    fits.append((_heavy(HeavyTailedLinearRegression, accountant=acc), (X, yd), {}))
+    for est, args, kwargs in fits:
+        with pytest.raises(TypeError, match="Distributed fits: BilevelRidge"):
+            est.fit(*args, **kwargs)
+    assert acc.ledger == []
+    scaler = StandardScaler(epsilon=np.inf).fit(X)
+    with pytest.raises(TypeError, match="StandardScaler.transform"):
+        scaler.transform(Xd)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"feature_norm": None, "target_bound": None},  # private scales
+        {"tuning": "risk_estimate"},  # public bounds
+    ],
+)
+def test_bilevel_ridge_gd_dask_matches_numpy(client, kw):
+    """inner_solver="gd" runs the heavy-tailed solver's distributed path (and
+    the selection's clipped loss differences are summed per chunk)."""
+    X, y = _data(seed=4)
+    params = dict(inner_solver="gd", inner_max_iter=12, **kw)
+    params.setdefault("tuning", "path")
+    est_np = _ridge(**params).fit(X, y)
+    est_dk = _ridge(**params).fit(*_dask(X, y))
+    _assert_same_model(est_np, est_dk)

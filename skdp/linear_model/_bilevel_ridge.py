@@ -20,9 +20,11 @@ from ..privacy import (
 )
 from ..solvers._distributed import (
     as_dask_xy,
+    as_float_records,
     clipped_statistics,
     is_dask_collection,
     lazy_decision,
+    map_rows,
     reject_dask,
 )
 from ..solvers.bilevel.ridge.gd import plan_ridge_gd, ridge_gd
@@ -52,6 +54,7 @@ from ..utils._sparse import (
     scale_any,
 )
 from ..utils._validation import resolve_delta
+from ._dask_fit import validate_dask_rows
 
 __all__ = ["BilevelRidge"]
 
@@ -913,18 +916,23 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         # per-record map with public constants.
         a, c = 1.0, 1.0
         if self.feature_norm is not None:
-            X = clip_rows_any(X, self.feature_norm)
+            X = map_rows(clip_rows_any, X, self.feature_norm)  # dask: per chunk
             if plan.fit.default_scales:
                 a = math.sqrt(d) / self.feature_norm
         if self.target_bound is not None:
-            y = clip_targets(y, self.target_bound)
+            y = map_rows(clip_targets, y, self.target_bound)
             if plan.fit.default_scales:
                 c = 3.0 / self.target_bound
         # alpha = n omega' / a**2 (see below): public bounds on alpha bound the
         # plug-in penalty omega' of the solver's units.
         lo = 0.0 if self.alpha_min is None else self.alpha_min * a**2 / n
         hi = math.inf if self.alpha_max is None else self.alpha_max * a**2 / n
-        result = ridge_gd(scale_any(X, a), y * c, plan, rng, omega_bounds=(lo, hi))
+        Xs = (
+            scale_any(X, a)
+            if is_sparse(X)
+            else as_float_records(X * a, contiguous=True)
+        )
+        result = ridge_gd(Xs, y * c, plan, rng, omega_bounds=(lo, hi))
         # x' = a x, y' = c y: coef = a coef' / c, and the penalty omega' on
         # ||coef'||**2 is omega' / a**2 on ||coef||**2 (after dividing the
         # objective by c**2)
@@ -1018,6 +1026,8 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         Checked before anything is spent or read. The private bound
         estimates need all values in one process, so they are not offered.
         """
+        if self.inner_solver == "gd":  # the heavy-tailed solver's distributed path
+            return validate_dask_rows(self, X, y)
         if self.inner_solver != "sufficient_statistics":
             reject_dask(X, f"BilevelRidge(inner_solver={self.inner_solver!r})")
         if self.feature_norm is None or self.target_bound is None:

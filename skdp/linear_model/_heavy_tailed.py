@@ -25,7 +25,7 @@ from ..privacy import (
     GaussianDpEvent,
     private_row_mean,
 )
-from ..solvers._distributed import reject_dask
+from ..solvers._distributed import is_dask_collection, map_rows, record_norms
 from ..solvers.heavy_tailed.bounds import (
     DEFAULT_TARGET,
     scales_needed,
@@ -52,7 +52,8 @@ from ..solvers.heavy_tailed.onepass import (
 )
 from ..utils import clip_rows, safe_row_norms, uncenter_intercept
 from ..utils._scale_checks import warn_if_unscaled
-from ..utils._sparse import as_float_rows, clip_rows_any, is_sparse, row_norms
+from ..utils._sparse import as_float_rows, clip_rows_any, is_sparse
+from ._dask_fit import fit_heavy_tailed_on_dask, predict_on_workers
 
 __all__ = ["HeavyTailedLinearRegression", "HeavyTailedLogisticRegression"]
 
@@ -137,6 +138,8 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         The solver appends the intercept column itself (its value is the
         private feature scale, see ``_scaled_intercept``).
         """
+        if is_dask_collection(X):  # the same clip per chunk, on the workers
+            return map_rows(clip_rows, X, float(self.feature_norm or np.inf))
         if is_sparse(X):
             X = as_float_rows(X)
             if self.feature_norm is not None:
@@ -228,7 +231,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         n = X.shape[0]
         d = X.shape[1] + int(self.fit_intercept)
         radius = self._radius()
-        row_norms_ = row_norms(X)
+        row_norms_ = record_norms(X)  # dask: per chunk, on the workers
         units = dict(
             fit_intercept=self.fit_intercept,
             scaled_intercept=self._scaled_intercept(),
@@ -868,7 +871,8 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
         -------
         self : HeavyTailedLinearRegression
         """
-        reject_dask(X, type(self).__name__)
+        if is_dask_collection(X):  # distributed fit: see ._dask_fit
+            return fit_heavy_tailed_on_dask(self, X, y)
         X, y = validate_data(
             self,
             X,
@@ -898,6 +902,8 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
         -------
         ndarray of shape (n_samples,)
         """
+        if is_dask_collection(X):  # lazy, as dask-ml does
+            return predict_on_workers(self.predict, X, self.n_features_in_)
         return self._decision(X)
 
 
@@ -1082,7 +1088,8 @@ class HeavyTailedLogisticRegression(
         -------
         self : HeavyTailedLogisticRegression
         """
-        reject_dask(X, type(self).__name__)
+        if is_dask_collection(X):  # distributed fit: see ._dask_fit
+            return fit_heavy_tailed_on_dask(self, X, y)
         X, y = validate_data(
             self, X, y, dtype=[np.float64, np.float32], accept_sparse=["csr", "csc"]
         )
@@ -1143,8 +1150,61 @@ class HeavyTailedLogisticRegression(
         -------
         ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
         """
+        if is_dask_collection(X):  # lazy, as dask-ml does
+            return predict_on_workers(self.decision_function, X, self.n_features_in_)
         scores = self._decision(X)
         return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def predict_proba(self, X):
+        """Class probabilities (one-vs-rest scores normalised if more than two classes).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+            Dask input gives a lazy dask array, as dask-ml does.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        if is_dask_collection(X):
+            k = len(self.classes_)
+            return predict_on_workers(self.predict_proba, X, self.n_features_in_, k)
+        return super().predict_proba(X)
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+            Dask input gives a lazy dask array.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        if is_dask_collection(X):
+            k = len(self.classes_)
+            return predict_on_workers(self.predict_log_proba, X, self.n_features_in_, k)
+        return super().predict_log_proba(X)
+
+    def predict(self, X):
+        """Predicted class labels.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+            Dask input gives a lazy dask array.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        if is_dask_collection(X):
+            dtype = self.classes_.dtype
+            return predict_on_workers(self.predict, X, self.n_features_in_, None, dtype)
+        return super().predict(X)
 
 
 for _cls in (HeavyTailedLinearRegression, HeavyTailedLogisticRegression):

@@ -5,6 +5,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import PrivateEstimatorMixin
 from ..privacy import NonPrivateDpEvent, NoOpDpEvent
+from ..solvers._distributed import reject_dask
 from ._bounds import check_bounds
 
 __all__ = ["PrivateTransformerMixin"]
@@ -61,6 +62,7 @@ class PrivateTransformerMixin(PrivateEstimatorMixin):
         ndarray or sparse matrix of shape (n_samples, n_features)
         """
         check_is_fitted(self, fitted_attribute)
+        reject_dask(X, f"{type(self).__name__}.transform")
         return validate_data(
             self, X, reset=False, dtype=np.float64, copy=True, **kwargs
         )

@@ -19,16 +19,28 @@ from ..utils import add_intercept_column, clip_rows, clip_targets
 __all__ = [
     "DISTRIBUTED_FITS",
     "as_dask_xy",
+    "as_float_records",
+    "bisection_counter",
     "clipped_statistics",
+    "design_on_workers",
+    "gradient_sum_on_workers",
     "is_dask_collection",
     "lazy_decision",
+    "map_rows",
+    "nan_to_zero",
+    "persist_records",
+    "record_norms",
+    "refuse_undistributed_dask",
     "reject_dask",
 ]
 
 #: Fits that run distributed on dask input (named in every rejection).
 DISTRIBUTED_FITS = (
     'BilevelRidge(inner_solver="sufficient_statistics") with public '
-    "feature_norm and target_bound"
+    'feature_norm and target_bound, or inner_solver="gd"; '
+    "HeavyTailedLinearRegression and binary "
+    'HeavyTailedLogisticRegression (declared classes) with solver="known_lipschitz" '
+    "and center=False"
 )
 
 
@@ -77,6 +89,41 @@ def reject_dask(X, what):
         )
 
 
+#: Estimators whose ``fit`` handles dask input itself (a distributed fit for
+#: the configurations of :data:`DISTRIBUTED_FITS`, a clear error otherwise).
+DASK_ESTIMATORS = frozenset(
+    {"BilevelRidge", "HeavyTailedLinearRegression", "HeavyTailedLogisticRegression"}
+)
+
+
+def refuse_undistributed_dask(estimator, args, kwargs):
+    """Refuse dask input to a fit that would gather it (before any work).
+
+    Every other private estimator's input validation would convert a dask
+    collection to numpy, i.e. gather all rows in one process; this raises a
+    clear error instead, naming the fits that run distributed.
+
+    Parameters
+    ----------
+    estimator : object
+    args : tuple
+    kwargs : dict
+        The fit's arguments.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> refuse_undistributed_dask(object(), (np.ones(2),), {})  # numpy: no error
+    """
+    values = list(args) + list(kwargs.values())
+    if any(c.__name__ in DASK_ESTIMATORS for c in type(estimator).__mro__):
+        if values and is_dask_collection(values[0]):
+            return  # a distributed fit (or the estimator's own clear error)
+        values = values[1:]  # numpy X: a dask y would be gathered
+    for value in values:
+        reject_dask(value, type(estimator).__name__)
+
+
 def _to_array(X):
     import dask.array as da
 
@@ -87,7 +134,7 @@ def _to_array(X):
     return da.asarray(X)
 
 
-def as_dask_xy(X, y=None, n_features=None):
+def as_dask_xy(X, y=None, n_features=None, y_dtype=np.float64):
     """Validate dask input: float64 rows in one column chunk, ``y`` aligned.
 
     Only the public shape and chunk sizes are read here (no pass over the
@@ -100,6 +147,8 @@ def as_dask_xy(X, y=None, n_features=None):
     y : dask array or Series of shape (n,), optional
     n_features : int, optional
         Expected ``d`` (at predict time).
+    y_dtype : dtype or None, default=float64
+        ``None`` keeps the labels' dtype (classification).
 
     Returns
     -------
@@ -121,7 +170,9 @@ def as_dask_xy(X, y=None, n_features=None):
         return X, None
     if not is_dask_collection(y):
         raise TypeError("With a dask X, y must be a dask array or Series too.")
-    y = _to_array(y).astype(np.float64)
+    y = _to_array(y)
+    if y_dtype is not None:
+        y = y.astype(y_dtype)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
     if y.ndim != 1:
@@ -253,3 +304,323 @@ def lazy_decision(X, coef, intercept):
     """
     coef = np.asarray(coef, dtype=float)
     return X.map_blocks(lambda b: b @ coef + intercept, drop_axis=1, dtype=np.float64)
+
+
+# -- per-record quantities for the iterative solvers ---------------------------
+#
+# The full-batch solvers of :mod:`~skdp.solvers.heavy_tailed` touch the rows
+# only through per-record maps (clipping, norms, derivatives: elementwise, so a
+# dask array stays lazy and on the workers) and through three reductions:
+# counts ``#{v_i <= t}`` (private quantiles), the clipped gradient sum, and the
+# release of the feature scale. The helpers below are the numpy path's
+# operation for numpy input (bit for bit) and its chunked form for dask input,
+# so each solver call site dispatches in one line. Only the reductions'
+# results (an integer, a d-vector) reach the driver.
+
+
+def as_float_records(values, contiguous=False):
+    """``np.asarray(values, float)`` for numpy input; dask input stays lazy.
+
+    Parameters
+    ----------
+    values : array-like or dask array of shape (n,) or (n, d)
+    contiguous : bool, default=False
+        ``np.ascontiguousarray`` instead of ``np.asarray`` (numpy input).
+
+    Returns
+    -------
+    ndarray or dask.array.Array of float64
+
+    Examples
+    --------
+    >>> as_float_records([1, 2])
+    array([1., 2.])
+    """
+    if is_dask_collection(values):
+        return _to_array(values).astype(np.float64)
+    if contiguous:
+        return np.ascontiguousarray(values, dtype=np.float64)
+    return np.asarray(values, dtype=np.float64)
+
+
+def persist_records(*arrays):
+    """Compute dask arrays once and keep them on the workers (numpy: identity).
+
+    Iterative solvers call this on their per-record inputs so that each step
+    reads the persisted chunks instead of recomputing the graph.
+
+    Parameters
+    ----------
+    *arrays : ndarray or dask.array.Array
+
+    Returns
+    -------
+    tuple, or the single array if one was passed
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> persist_records(np.ones(2))
+    array([1., 1.])
+    """
+    if any(is_dask_collection(a) for a in arrays):
+        import dask
+
+        arrays = dask.persist(*arrays)
+    return arrays[0] if len(arrays) == 1 else tuple(arrays)
+
+
+def _bisection_midpoints(lo, hi, steps):
+    """Every midpoint a ``steps``-round bisection of ``[lo, hi]`` can visit,
+    computed with the same float operations as the bisection itself."""
+    mids, brackets = [], [(lo, hi)]
+    for _ in range(int(steps)):
+        nxt = []
+        for a, b in brackets:
+            m = 0.5 * (a + b)
+            mids.append(m)
+            nxt += [(a, m), (m, b)]
+        brackets = nxt
+    return np.unique(np.asarray(mids, dtype=np.float64))
+
+
+def _counts_below(values, mids):
+    # #{v <= mids[j]} for every j: v <= mids[j] iff searchsorted(left) <= j;
+    # nan sorts last and is never counted, as with ``values <= mid``
+    idx = np.searchsorted(mids, np.asarray(values, dtype=np.float64), side="left")
+    return np.cumsum(np.bincount(idx, minlength=mids.size + 1)[: mids.size])
+
+
+def bisection_counter(values, bounds, steps):
+    """``mid -> #{i : values_i <= mid}`` for a noisy-count bisection.
+
+    numpy input: the count is taken when asked (the numpy path's
+    ``np.count_nonzero(values <= mid)``). dask input: the exact counts at
+    every midpoint the bisection can visit (``2**steps - 1`` of them) are
+    computed in one pass, summed over chunks, and looked up; the noisy
+    bisection on the driver then releases exactly the same counts (plus the
+    same noise) as the numpy path, with one round trip instead of ``steps``.
+    Only these counts reach the driver.
+
+    Parameters
+    ----------
+    values : ndarray or dask.array.Array of shape (n,)
+    bounds : tuple (low, high)
+    steps : int
+
+    Returns
+    -------
+    callable
+        ``count_le(mid) -> int``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> count_le = bisection_counter(np.arange(8.0), (0.0, 8.0), 3)
+    >>> count_le(4.0)
+    5
+    """
+    if not is_dask_collection(values):
+        return lambda mid: int(np.count_nonzero(values <= mid))
+    import dask
+    from dask import delayed
+
+    lo, hi = (float(b) for b in bounds)
+    mids = _bisection_midpoints(lo, hi, steps)
+    parts = dask.compute(
+        *[delayed(_counts_below)(b, mids) for b in values.to_delayed().ravel()]
+    )
+    counts = np.zeros(mids.size, dtype=np.int64)
+    for p in parts:
+        counts += p
+    table = dict(zip(mids.tolist(), counts.tolist()))
+
+    def count_le(mid):
+        return int(table[float(mid)])
+
+    return count_le
+
+
+def nan_to_zero(values):
+    """``np.nan_to_num(values, nan=0.0)``, per chunk for dask input.
+
+    Parameters
+    ----------
+    values : ndarray or dask.array.Array
+
+    Returns
+    -------
+    ndarray or dask.array.Array
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> nan_to_zero(np.array([np.nan, 1.0]))
+    array([0., 1.])
+    """
+    if is_dask_collection(values):
+        return values.map_blocks(np.nan_to_num, nan=0.0, dtype=np.float64)
+    return np.nan_to_num(values, nan=0.0)
+
+
+def map_rows(func, X, *args, width=None):
+    """Apply a per-record map to every chunk of rows (numpy: ``func(X, *args)``).
+
+    Parameters
+    ----------
+    func : callable
+        ``func(X_block, *args)``, a map from rows to rows (or, with
+        ``width=0``, to one value per row).
+    X : ndarray or dask.array.Array of shape (n, d)
+    *args
+        Public arguments, passed unchanged to every chunk.
+    width : int, optional
+        Columns of the result (default: ``d``; ``0`` for a vector).
+
+    Returns
+    -------
+    ndarray or dask.array.Array
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> map_rows(np.multiply, np.ones((2, 2)), 3.0)
+    array([[3., 3.],
+           [3., 3.]])
+    """
+    if not is_dask_collection(X):
+        return func(X, *args)
+    if width == 0:
+        return X.map_blocks(func, *args, drop_axis=1, dtype=np.float64)
+    chunks = None if width is None else (X.chunks[0], (int(width),))
+    return X.map_blocks(func, *args, chunks=chunks, dtype=np.float64)
+
+
+def _silent_row_norms(X):
+    from ..utils import safe_row_norms
+
+    with np.errstate(all="ignore"):
+        return safe_row_norms(X)
+
+
+def record_norms(X):
+    """Euclidean norm of every row, as on the numpy path (per chunk for dask).
+
+    Parameters
+    ----------
+    X : ndarray, sparse matrix or dask.array.Array of shape (n, d)
+
+    Returns
+    -------
+    ndarray or dask.array.Array of shape (n,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> record_norms(np.array([[3.0, 4.0]]))
+    array([5.])
+    """
+    if is_dask_collection(X):
+        return map_rows(_silent_row_norms, X, width=0)
+    from ..utils._sparse import row_norms
+
+    return row_norms(X)
+
+
+def _gradient_block(Xb, yb, w, inv_b, clip, loss):
+    from .heavy_tailed.kernels import clipped_gradient_sum
+
+    Xb = np.ascontiguousarray(Xb, dtype=np.float64)
+    yb = np.ascontiguousarray(yb, dtype=np.float64)
+    return clipped_gradient_sum(Xb, yb, w, np.asarray(inv_b, float), clip, loss)
+
+
+def gradient_sum_on_workers(X, y, w, inv_norms, clip, loss):
+    """The clipped gradient sum of :func:`~skdp.solvers.heavy_tailed.kernels.clipped_gradient_sum`
+    over dask chunks.
+
+    Every chunk runs the same kernel on its worker (clipping happens
+    there); the ``d``-vectors are added on the driver in chunk order, so the
+    result is the numpy path's sum up to the order of the additions.
+    Replacing one record moves it by at most ``2 clip`` (as on one process).
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n, d)
+    y, inv_norms : dask.array.Array of shape (n,)
+    w : ndarray of shape (d,)
+    clip : float
+    loss : _GLMLoss
+
+    Returns
+    -------
+    ndarray of shape (d,)
+    """
+    import dask
+    from dask import delayed
+
+    rows = (X.chunks[0],)
+    xs = X.to_delayed().ravel()
+    ys = y.rechunk(rows).to_delayed().ravel()
+    invs = inv_norms.rechunk(rows).to_delayed().ravel()
+    w = np.asarray(w, dtype=np.float64)
+    block = delayed(_gradient_block, pure=True)
+    parts = dask.compute(
+        *[block(xb, yb, w, ib, float(clip), loss) for xb, yb, ib in zip(xs, ys, invs)]
+    )
+    out = np.zeros(X.shape[1])
+    for p in parts:
+        out += p
+    return out
+
+
+def _with_constant(Xb, value):
+    from ..utils._sparse import append_constant_column
+
+    return np.ascontiguousarray(append_constant_column(Xb, value))
+
+
+def _hypot(norms, value):
+    with np.errstate(all="ignore"):
+        return np.hypot(norms, value)
+
+
+def design_on_workers(
+    X, rng, *, z_scale=None, fit_intercept=False, scaled_intercept=True, row_norms=None
+):
+    """:func:`~skdp.solvers.heavy_tailed.units.private_design` for dask rows.
+
+    The feature scale is the same private median of the per-row RMS (its
+    counts summed over chunks, noise on the driver); the design matrix (with
+    its intercept column) and its row norms are built per chunk and persisted
+    on the workers for the iterations that follow.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n, d)
+    rng : numpy.random.Generator
+    z_scale : float, optional
+    fit_intercept, scaled_intercept : bool
+    row_norms : dask.array.Array of shape (n,), optional
+
+    Returns
+    -------
+    Design
+    """
+    from .heavy_tailed.units import Design, feature_scale, row_rms
+
+    X = _to_array(X).astype(np.float64)
+    norms = record_norms(X) if row_norms is None else row_norms
+    s = 1.0
+    if z_scale is not None:
+        # row_rms recomputes the chunk's row norms (the same safe_row_norms)
+        rms = map_rows(row_rms, X, width=0)
+        s = feature_scale(rms, X.shape[1], z_scale, rng)
+    if not fit_intercept:
+        X, norms = persist_records(X, norms)
+        return Design(X, norms, s, None)
+    value = s if scaled_intercept else 1.0
+    Xd = map_rows(_with_constant, X, value, width=X.shape[1] + 1)
+    full = norms.map_blocks(_hypot, value, dtype=np.float64)
+    Xd, full = persist_records(Xd, full)
+    return Design(Xd, full, s, value)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...privacy import gaussian_noise
+from .._distributed import as_float_records, bisection_counter
 
 __all__ = [
     "BISECTION_STEPS",
@@ -209,7 +210,7 @@ def noisy_log_quantile(
     >>> 500 <= q <= 525  # the upper end of a 0.06-octave bracket
     True
     """
-    v = np.asarray(values, dtype=float)
+    v = as_float_records(values)  # dask: stays on the workers
     with np.errstate(all="ignore"):
         logv = np.log2(np.maximum(v, 0.0))
     return float(2.0 ** bisect_counts(logv, quantile, z, rng, log2_range, steps))
@@ -243,9 +244,10 @@ def bisect_counts(values, quantile, z, rng, bounds, steps):
     """
     target = float(quantile) * values.size
     lo, hi = (float(b) for b in bounds)
+    count_le = bisection_counter(values, (lo, hi), steps)  # dask: one pass
     for _ in range(int(steps)):
         mid = 0.5 * (lo + hi)
-        count = np.count_nonzero(values <= mid) + gaussian_noise(rng, z)
+        count = count_le(mid) + gaussian_noise(rng, z)
         if count >= target:
             hi = mid
         else:
@@ -281,7 +283,7 @@ def noisy_median(values, bound, z, rng, *, steps=RANGE_STEPS):
     >>> abs(m - 50.0) < 0.5
     True
     """
-    v = np.asarray(values, dtype=float)
+    v = as_float_records(values)
     hi = bisect_counts(v, 0.5, z, rng, (-float(bound), float(bound)), steps)
     return float(hi - float(bound) / 2.0**steps)
 
@@ -414,7 +416,7 @@ def scale_quantile(values, tail, z, rng):
     >>> 1000 <= scale_quantile(v, 0.0, 0.0, np.random.default_rng(0)) <= 1045
     True
     """
-    n = np.asarray(values).size
+    n = as_float_records(values).size
     target = 1.0 - float(tail)
     level = target if z == 0 else scale_level(n, z, tail)
     estimate = noisy_log_quantile(values, level, z, rng)

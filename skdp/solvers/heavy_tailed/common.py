@@ -18,6 +18,7 @@ import numpy as np
 
 from ...losses import HuberLoss, LogisticLoss, SquaredLoss
 from ...privacy import split_gdp  # noqa: F401  (re-exported)
+from .._distributed import as_float_records
 
 __all__ = [
     "noise_std",
@@ -107,7 +108,7 @@ def safe_derivatives(loss, z, y):
     """
     with np.errstate(all="ignore"):
         g = loss.derivative(z, y)
-    g = np.asarray(g, dtype=float)
+    g = as_float_records(g)  # dask: stays on the workers
     g[np.isnan(g)] = 0.0
     return g
 
@@ -141,7 +142,7 @@ def row_lipschitz_bounds(loss, row_norms, y, radius):
     >>> row_lipschitz_bounds(SquaredLoss(), np.array([2.0]), np.array([-1.0]), 3.0)
     array([14.])
     """
-    row_norms = np.asarray(row_norms, dtype=float)
+    row_norms = as_float_records(row_norms)
     if isinstance(loss, LogisticLoss):
         return row_norms.copy()
     if isinstance(loss, HuberLoss):
@@ -149,4 +150,4 @@ def row_lipschitz_bounds(loss, row_norms, y, radius):
     if math.isinf(radius):
         return row_norms.copy()
     with np.errstate(all="ignore"):
-        return row_norms * (radius * row_norms + np.abs(np.asarray(y, dtype=float)))
+        return row_norms * (radius * row_norms + np.abs(as_float_records(y)))

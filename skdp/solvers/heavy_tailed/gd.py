@@ -19,6 +19,7 @@ import numpy as np
 from ...privacy import ComposedDpEvent, gaussian_noise, gaussian_steps
 from ...utils._sparse import as_float_rows
 from ...utils._sparse import row_norms as any_row_norms
+from .._distributed import as_float_records, is_dask_collection, persist_records
 from .bounds import (
     BISECTION_STEPS,
     DEFAULT_TARGET,
@@ -411,8 +412,9 @@ def clipped_dp_gd(
     # with the smallest gradient since the clip level last changed, each as
     # (point, released data gradient, norm of the full gradient)
     prev = best = None
-    X = as_float_rows(X)  # sparse input stays sparse (CSR)
-    y = np.ascontiguousarray(y, dtype=float)
+    X = X if is_dask_collection(X) else as_float_rows(X)  # sparse stays CSR
+    y = as_float_records(y, contiguous=True)
+    X, y, inv_norms, row_norms = persist_records(X, y, inv_norms, row_norms)
     for t in range(T):
         k, first_avg, last = stage_of[t]
         if staged and t > 0 and k != stage_of[t - 1][0]:
@@ -423,7 +425,7 @@ def clipped_dp_gd(
             best = None  # gradient norms at different clip levels differ
 
             with np.errstate(all="ignore"):
-                g = safe_derivatives(loss, np.asarray(X @ w), y)
+                g = safe_derivatives(loss, as_float_records(X @ w), y)
                 norms = np.abs(g) * row_norms
             C = min(
                 clip_cap,

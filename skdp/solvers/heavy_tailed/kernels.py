@@ -199,8 +199,11 @@ def clipped_gradient_sum(X, y, w, inv_norms, clip, loss):
     ...                      1.0, SquaredLoss())
     array([-1.1, -0.8])
     """
+    from .._distributed import gradient_sum_on_workers, is_dask_collection
     from .common import loss_code, safe_derivatives
 
+    if is_dask_collection(X):  # the same kernel on every chunk, sums gathered
+        return gradient_sum_on_workers(X, y, w, inv_norms, clip, loss)
     dense = isinstance(X, np.ndarray)
     if HAVE_NUMBA and dense and X.flags.c_contiguous and X.dtype == np.float64:
         code, tau = loss_code(loss)

@@ -43,6 +43,7 @@ from scipy.stats import chi2
 from ...utils import safe_row_norms
 from ...utils._sparse import append_constant_column, as_float_rows, is_sparse, row_nnz
 from ...utils._sparse import row_norms as sparse_row_norms
+from .._distributed import as_float_records, design_on_workers, is_dask_collection
 from .bounds import LOG2_RANGE, RANGE_STEPS, bisect_counts
 
 __all__ = [
@@ -138,7 +139,7 @@ def feature_scale(rms, d, z, rng, *, steps=RANGE_STEPS):
     4.0
     """
     with np.errstate(all="ignore"):
-        logv = np.log2(np.maximum(np.asarray(rms, dtype=float), 0.0))
+        logv = np.log2(np.maximum(as_float_records(rms), 0.0))
     hi = bisect_counts(logv, 0.5, z, rng, LOG2_RANGE, steps)
     # midpoint of the final bracket: no side is safer for a step size
     width = (LOG2_RANGE[1] - LOG2_RANGE[0]) / 2.0**steps
@@ -228,6 +229,15 @@ def private_design(
     >>> round(des.scale / 100, 1), des.X.shape, bool(des.X[0, -1] == des.scale)
     (1.0, (4000, 4), True)
     """
+    if is_dask_collection(X):  # the same release, summed over dask chunks
+        return design_on_workers(
+            X,
+            rng,
+            z_scale=z_scale,
+            fit_intercept=fit_intercept,
+            scaled_intercept=scaled_intercept,
+            row_norms=row_norms,
+        )
     X = as_float_rows(X) if is_sparse(X) else np.asarray(X, dtype=float)
     n, d = X.shape
     if row_norms is None:

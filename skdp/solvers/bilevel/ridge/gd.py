@@ -50,6 +50,7 @@ from scipy.stats import norm
 
 from ....losses import SquaredLoss
 from ....privacy import ComposedDpEvent, GaussianDpEvent, gaussian_noise
+from ..._distributed import nan_to_zero
 from ...heavy_tailed.bounds import QuantileTarget
 from ...heavy_tailed.common import split_gdp
 from ...heavy_tailed.gd import practical_step_size
@@ -570,7 +571,7 @@ def residual_mean(X, y, w, clip, z, rng):
     n = X.shape[0]
     with np.errstate(all="ignore"):
         r = np.clip(y - _predict(X, w, True), -clip, clip)
-        total = float(np.sum(np.nan_to_num(r, nan=0.0)))
+        total = float(np.sum(nan_to_zero(r)))  # dask: per chunk, one sum gathered
     std = 0.0 if z == 0 else 2.0 * clip * z
     return (total + float(gaussian_noise(rng, std))) / n
 
@@ -682,7 +683,7 @@ def loss_differences(X, y, candidates, scale, target_scale, z, rng, fit_intercep
             p = _predict(X, w, fit_intercept)
             dp = np.clip(p - p_ref, -P, P)
             resid = np.clip(0.5 * (p + p_ref) - y, -Q, Q)
-            terms = np.nan_to_num(dp * resid, nan=0.0)
+            terms = nan_to_zero(dp * resid)  # dask: per chunk
             sums[j] = float(np.sum(terms)) / bounds[j]
     std = 2.0 * math.sqrt(K - 1) * z
     noisy = sums + gaussian_noise(rng, std, K - 1)
