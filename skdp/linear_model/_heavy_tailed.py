@@ -29,6 +29,7 @@ from ..privacy import (
 from ..solvers._distributed import reject_dask
 from ..solvers.heavy_tailed.bounds import (
     DEFAULT_TARGET,
+    SMALL_N_MARGIN,
     scales_needed,
 )
 from ..solvers.heavy_tailed.gd import practical_step_size
@@ -40,6 +41,7 @@ from ..solvers.heavy_tailed.known_lipschitz import (
 from ..solvers.heavy_tailed.localized import localized_dp_sgd, make_localized_plan
 from ..solvers.heavy_tailed.multinomial import (
     MULTINOMIAL_CURVATURE,
+    SCALE_FLOOR_FACTOR,
     make_shared_ovr_plan,
     multinomial_dp_gd,
     ovr_dp_gd,
@@ -188,6 +190,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 bound_share=self.bound_share,
                 target=target,
                 small_n_share=self._small_n_share,
+                scale_margin=SMALL_N_MARGIN,
             )
         n_scales = scales_needed(loss) if adaptive else 0
         if self.solver == "onepass":
@@ -248,6 +251,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 clip=clip,
                 radius=radius,
                 row_norms=row_norms_,
+                scale_floor=SCALE_FLOOR_FACTOR,
                 **units,
             )
             info = {
