@@ -30,9 +30,11 @@ from ..solvers._distributed import reject_dask
 from ..solvers.heavy_tailed.bounds import (
     DEFAULT_TARGET,
     SMALL_N_MARGIN,
+    QuantileTarget,
     scales_needed,
 )
 from ..solvers.heavy_tailed.gd import practical_step_size
+from ..solvers.heavy_tailed.intercept import intercept_shift, make_intercept_plan
 from ..solvers.heavy_tailed.known_lipschitz import (
     known_lipschitz,
     known_lipschitz_scales,
@@ -41,7 +43,6 @@ from ..solvers.heavy_tailed.known_lipschitz import (
 from ..solvers.heavy_tailed.localized import localized_dp_sgd, make_localized_plan
 from ..solvers.heavy_tailed.multinomial import (
     MULTINOMIAL_CURVATURE,
-    SCALE_FLOOR_FACTOR,
     make_shared_ovr_plan,
     multinomial_dp_gd,
     ovr_dp_gd,
@@ -85,6 +86,21 @@ _ONEPASS_TAIL = 0.5
 #: but is 13x worse under skewed noise (clipping biases the intercept), so
 #: it is not used. Public constants.
 _DEFAULT_STEPS = 30
+#: Linear regression, ``max_iter="auto"``, ``n >= _LARGE_N``: at least this
+#: fraction of the per-sample gradients is clipped (a robust, Huber-type
+#: fit: less noise and, under heavy-tailed noise, less variance), and the
+#: intercept, which clipping biases under skewed noise, is corrected by a
+#: private mean residual on _INTERCEPT_SHARE of ``mu**2``
+#: (:mod:`skdp.solvers.heavy_tailed.intercept`). Measured in
+#: benchmarks/heavy_tailed_rule.py.
+_LARGE_N_CLIPPED = 0.3
+_INTERCEPT_SHARE = 0.04
+#: Public floor of the private feature scale (linear and binary fits):
+#: ``s >= T / (16 sqrt(d))``, ``T`` the released truncation level (a high
+#: quantile of the row norms). It only catches a collapse of the scale by
+#: orders of magnitude (n ~ 400, see tests/test_heavy_tailed_units.py); on
+#: heavy-tailed rows a high norm quantile can exceed ``8 sqrt(d) s``.
+_SCALE_FLOOR_FACTOR = 16.0
 _LARGE_N = 10_000
 _LARGE_N_STEPS = 100
 
@@ -114,11 +130,20 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
     _small_n_share = 0.0
 
     # -- public constants ---------------------------------------------------
+    #: Clip target of ``max_iter="auto"`` from ``n >= _LARGE_N`` on.
+    _large_n_target = DEFAULT_TARGET
+
     def _known_lipschitz_rule(self, n):
         """Steps and clip target of the known-Lipschitz plan (public in ``n``)."""
         if self.max_iter != "auto":
             return int(self.max_iter), DEFAULT_TARGET
-        return (_LARGE_N_STEPS if n >= _LARGE_N else _DEFAULT_STEPS), DEFAULT_TARGET
+        if n >= _LARGE_N:
+            return _LARGE_N_STEPS, self._large_n_target
+        return _DEFAULT_STEPS, DEFAULT_TARGET
+
+    def _intercept_share(self, n, loss):
+        """Share of ``mu**2`` for the intercept correction (0: none)."""
+        return 0.0
 
     def _radius(self):
         return math.inf if self.radius is None else float(self.radius)
@@ -251,7 +276,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 clip=clip,
                 radius=radius,
                 row_norms=row_norms_,
-                scale_floor=SCALE_FLOOR_FACTOR,
+                scale_floor=_SCALE_FLOOR_FACTOR,
                 **units,
             )
             info = {
@@ -363,12 +388,17 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         self.delta_, rng = self._begin_private_fit(n)
         Xp = self._prepare_X(X)
         share = _CENTER_SHARE if self.center else 0.0
-        mu = self._budget(len(targets), 1.0 - share)
+        ishare = self._intercept_share(n, loss)
+        mu = self._budget(len(targets), 1.0 - share - ishare)
         d = Xp.shape[1] + int(self.fit_intercept)
         plans = [self._make_plan(n, d, mu, loss) for _ in targets]
         if any(getattr(p, "default_scales", False) for p in plans):
             _warn_default_scales(n)
         events = [p.event for p in plans]
+        iplan = None
+        if ishare:
+            iplan = make_intercept_plan(self._budget(len(targets), ishare))
+            events += [iplan.event for _ in targets]
         if self.center:
             z_center = _noise_multiplier(self._budget(1, share))
             events.insert(0, GaussianDpEvent(z_center))
@@ -382,6 +412,11 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
             self._solve(plan, Xp, t, loss, loss_name, mu, rng)
             for plan, t in zip(plans, targets)
         ]
+        if iplan is not None:
+            results = [
+                _correct_intercept(Xp, t, w, info, iplan, rng)
+                for (w, info), t in zip(results, targets)
+            ]
         self._record_privacy(event)
         return results
 
@@ -522,6 +557,16 @@ def _gd_info(res):
         "truncation_threshold": res.extra["truncation"],
         "feature_scale": res.extra["feature_scale"],
     }
+
+
+def _correct_intercept(X, y, w, info, plan, rng):
+    """Move the intercept (last entry of ``w``) by the private mean residual."""
+    with np.errstate(all="ignore"):
+        residuals = y - np.asarray(X @ w[:-1]).ravel() - w[-1]
+    shift, bound = intercept_shift(residuals, plan, rng)
+    w = np.array(w, dtype=float, copy=True)
+    w[-1] += shift
+    return w, {**info, "intercept_shift": shift, "residual_bound": bound}
 
 
 def _warn_default_scales(n):
@@ -834,6 +879,22 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
     # small n, half the budget on the scales beats assuming |y| <= 3
     # (diabetes row of benchmarks/heavy_tailed_steps.py and _rule.py).
     _small_n_share = 0.5
+    _large_n_target = QuantileTarget(min_fraction=_LARGE_N_CLIPPED)
+
+    def _intercept_share(self, n, loss):
+        """The large-``n`` rule clips many gradients, so the intercept is
+        corrected by a private mean residual (public rule of ``n`` and the
+        hyperparameters)."""
+        rule = (
+            self.max_iter == "auto"
+            and n >= _LARGE_N
+            and self.solver == "known_lipschitz"
+            and self.fit_intercept
+            and self.G_k is None
+            and self.radius is None
+            and isinstance(loss, SquaredLoss)
+        )
+        return _INTERCEPT_SHARE if rule else 0.0
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
