@@ -470,10 +470,14 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         curvature = (
             LogisticLoss().curvature_bound if shared_ovr else MULTINOMIAL_CURVATURE
         )
+        # without a private clip search (small n) the multinomial clip level
+        # is fixed near the gradient scale (NO_SEARCH_OCTAVES), not a heavy
+        # clip: the step for a small clipped fraction (public rule)
+        fixed = not shared_ovr and not use_paper and not plan.gd.checkpoints
         step = (
             float(self.step_size)
             if self.step_size is not None
-            else practical_step_size(curvature, plan.gd.clip_fraction)
+            else practical_step_size(curvature, 0.0 if fixed else plan.gd.clip_fraction)
         )
         res = (ovr_dp_gd if shared_ovr else multinomial_dp_gd)(
             Xp,
