@@ -329,3 +329,19 @@ def test_small_n_without_clip_search_uses_a_fixed_moderate_clip_and_learns():
     # test log-loss: 0.06 with the rule, 0.93 with the old 8-octave clip and
     # step 0.25 (coefficients near zero, probabilities near 1/3)
     assert np.median(accs) < 0.3
+
+
+def test_no_clip_search_when_the_clipped_fraction_is_capped():
+    # digits-sized problem: the noise asks for more than the largest clipped
+    # fraction, so the multinomial plan skips the search (public rule) and
+    # the gradients get its share; the plan still spends exactly mu
+    mu = gdp_mu(1.0, 1347**-1.1)
+    kw = dict(n_scales=1, feature_scale=True)
+    searched = make_known_lipschitz_plan(mu, 1347, 650, 30, **kw)
+    capped = make_known_lipschitz_plan(mu, 1347, 650, 30, search_at_cap=False, **kw)
+    assert searched.gd.checkpoints and searched.gd.clip_fraction == 0.7
+    assert not capped.gd.checkpoints and capped.gd.z_grad < searched.gd.z_grad
+    assert gdp_mu_of(capped.event) == pytest.approx(mu)
+    # a large-n problem below the cap keeps its search
+    big = make_known_lipschitz_plan(mu, 100_000, 105, 30, search_at_cap=False, **kw)
+    assert big.gd.checkpoints

@@ -94,6 +94,11 @@ _DEFAULT_STEPS = 30
 #: (:mod:`skdp.solvers.heavy_tailed.intercept`). Measured in
 #: benchmarks/heavy_tailed_rule.py.
 _LARGE_N_CLIPPED = 0.3
+#: Multinomial: when the noise asks for more than the largest clipped
+#: fraction (0.7), no private clip search; the clip is fixed near the
+#: gradient scale (multinomial.NO_SEARCH_OCTAVES) with the 1 / L step.
+#: Measured in benchmarks/multiclass.py (digits).
+_MULTINOMIAL_SEARCH_AT_CAP = False
 _INTERCEPT_SHARE = 0.04
 #: Public floor of the private feature scale (linear and binary fits):
 #: ``s >= T / (16 sqrt(d))``, ``T`` the released truncation level (a high
@@ -446,7 +451,12 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
             plan = make_shared_ovr_plan(mu, n, d, self.max_iter, n_classes, **plan_kw)
         else:
             plan = make_known_lipschitz_plan(
-                mu, n, d * n_classes, self.max_iter, **plan_kw
+                mu,
+                n,
+                d * n_classes,
+                self.max_iter,
+                search_at_cap=_MULTINOMIAL_SEARCH_AT_CAP,
+                **plan_kw,
             )
         if plan.default_scales:
             _warn_default_scales(n)

@@ -166,6 +166,7 @@ def make_full_batch_plan(
     clip_share=0.08,
     reserved_share=0.0,
     target=DEFAULT_TARGET,
+    search_at_cap=True,
 ):
     """Split a GDP budget ``mu`` between clip estimation and gradient steps.
 
@@ -186,6 +187,11 @@ def make_full_batch_plan(
     clip_share : float, default=0.08
     reserved_share : float, default=0.0
     target : QuantileTarget, optional
+    search_at_cap : bool, default=True
+        ``False``: when the planned clipped fraction reaches
+        ``target.max_fraction`` (the noise would ask for more clipping than
+        the rule allows), plan no clip search; the solver then uses its
+        fixed fallback clip level and the gradients get the search's share.
 
     Returns
     -------
@@ -206,7 +212,8 @@ def make_full_batch_plan(
             mu, [(n_counts, clip_share), (n_steps, grad_share - clip_share)]
         )
         p = tail_fraction(z_grad, n, d, target)
-        if quantile_reliable(n, p, z_count):
+        capped = not search_at_cap and p >= target.max_fraction
+        if quantile_reliable(n, p, z_count) and not capped:
             return FullBatchPlan(n_steps, z_grad, p, checkpoints, z_count)
     (z_grad,) = split_gdp(mu, [(n_steps, grad_share)])
     return FullBatchPlan(n_steps, z_grad, tail_fraction(z_grad, n, d, target))

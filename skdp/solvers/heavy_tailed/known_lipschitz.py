@@ -98,6 +98,7 @@ def make_known_lipschitz_plan(
     target=DEFAULT_TARGET,
     small_n_share=0.0,
     scale_margin=1.0,
+    search_at_cap=True,
 ):
     """Budget split of Algorithm 4 + DP-GD (shares of ``mu**2``).
 
@@ -133,6 +134,8 @@ def make_known_lipschitz_plan(
         Margin of :func:`~skdp.solvers.heavy_tailed.bounds.scales_estimable`
         for the default share (``2``: the scale counts' noise must be below
         ``n / 8``, else the small-``n`` share or the public defaults).
+    search_at_cap : bool, default=True
+        See :func:`~skdp.solvers.heavy_tailed.gd.make_full_batch_plan`.
 
     Returns
     -------
@@ -173,6 +176,7 @@ def make_known_lipschitz_plan(
         clip_share=clip_share,
         reserved_share=scale_share,
         target=target,
+        search_at_cap=search_at_cap,
     )
     if not n_scales:
         return KnownLipschitzPlan(gd, default_scales=use_defaults)

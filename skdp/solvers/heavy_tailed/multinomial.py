@@ -82,7 +82,7 @@ _FALLBACK_OCTAVES = 8.0
 #: default scales): heavy clipping at ``2**-8`` of the ceiling made 30 steps
 #: move the coefficients by less than one unit (iris and wine near chance,
 #: benchmarks/results/multiclass_real.md).
-NO_SEARCH_OCTAVES = 5.0
+NO_SEARCH_OCTAVES = 4.5
 
 
 def softmax_residuals(scores, labels):
