@@ -79,12 +79,9 @@ _ONEPASS_TAIL = 0.5
 
 
 #: ``max_iter="auto"`` (regression, ``known_lipschitz``): from ``n >=
-#: _LARGE_N`` on, 100 steps instead of 30 (same clip rule, scale 6); better or
-#: equal in 5 of 6 cells at n >= 1e4 of benchmarks/heavy_tailed_rule.py, worse
-#: below (30 steps win at n = 1e3, n = 2000 and on diabetes). A larger clipped
-#: fraction (scale 60, the BilevelRidge gd rule) gains more on symmetric noise
-#: but is 13x worse under skewed noise (clipping biases the intercept), so
-#: it is not used. Public constants.
+#: _LARGE_N`` on, 100 steps instead of 30; worse below (30 steps win at
+#: n = 1e3, n = 2000 and on diabetes in benchmarks/heavy_tailed_rule.py).
+#: Public constants.
 _DEFAULT_STEPS = 30
 #: Linear regression, ``max_iter="auto"``, ``n >= _LARGE_N``: at least this
 #: fraction of the per-sample gradients is clipped (a robust, Huber-type
@@ -674,8 +671,11 @@ _COMMON_DOC = """
     max_iter : int or "auto", default=30 ("auto" for HeavyTailedLinearRegression)
         Gradient steps of each full-batch run (``known_lipschitz``, and each
         chunk of ``localized``). Noise is calibrated to this number.
-        ``"auto"`` (regression) is a public rule of ``n``: 100 steps with
-        ``known_lipschitz`` and ``n >= 10_000``, else 30 (measured in
+        ``"auto"`` (regression) is a public rule of ``n``: with
+        ``known_lipschitz`` and ``n >= 10_000``, 100 steps with at least 30%
+        of the per-sample gradients clipped and (squared loss, intercept, no
+        ``radius`` or ``G_k``) a private intercept correction on 4% of the
+        budget (a clipped mean residual); else 30 steps (measured in
         ``benchmarks/heavy_tailed_rule.py``).
     step_size : float, default=None
         Full-batch step, in the units of the data (used as given, and no
