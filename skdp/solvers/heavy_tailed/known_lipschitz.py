@@ -99,6 +99,7 @@ def make_known_lipschitz_plan(
     small_n_share=0.0,
     scale_margin=1.0,
     search_at_cap=True,
+    max_trunc_fraction=_MAX_TRUNC_FRACTION,
 ):
     """Budget split of Algorithm 4 + DP-GD (shares of ``mu**2``).
 
@@ -136,6 +137,9 @@ def make_known_lipschitz_plan(
         ``n / 8``, else the small-``n`` share or the public defaults).
     search_at_cap : bool, default=True
         See :func:`~skdp.solvers.heavy_tailed.gd.make_full_batch_plan`.
+    max_trunc_fraction : float, default=0.01
+        Largest fraction of rows the truncation level aims to drop (it aims
+        at ``min(max_trunc_fraction, p / 4)``, ``p`` the clipped fraction).
 
     Returns
     -------
@@ -180,7 +184,7 @@ def make_known_lipschitz_plan(
     )
     if not n_scales:
         return KnownLipschitzPlan(gd, default_scales=use_defaults)
-    trunc = min(_MAX_TRUNC_FRACTION, gd.clip_fraction / 4.0)
+    trunc = min(float(max_trunc_fraction), gd.clip_fraction / 4.0)
     return KnownLipschitzPlan(
         gd, n_scales, z_scale, trunc, feature_scale=bool(feature_scale)
     )
