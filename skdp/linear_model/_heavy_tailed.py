@@ -682,7 +682,8 @@ _COMMON_DOC = """
         chunk of ``localized``). Noise is calibrated to this number.
         ``"auto"`` (regression) is a public rule of ``n``: with
         ``known_lipschitz`` and ``n >= 10_000``, 100 steps with at least 30%
-        of the per-sample gradients clipped and (squared loss, intercept, no
+        of the per-sample gradients clipped, at most 0.3% of the rows
+        truncated (1% otherwise) and (squared loss, intercept, no
         ``radius`` or ``G_k``) a private intercept correction on 4% of the
         budget (a clipped mean residual); else 30 steps (measured in
         ``benchmarks/heavy_tailed_rule.py``).
