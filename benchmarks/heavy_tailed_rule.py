@@ -6,7 +6,8 @@ Run ``PYTHONPATH=. nice -n 10 python benchmarks/heavy_tailed_rule.py
 Each configuration fits ``HeavyTailedLinearRegression(epsilon=1,
 delta=min(1e-6, 1/n**2))``: the default ``max_iter="auto"`` (30 steps below
 n = 1e4; from n = 1e4 on, 100 steps, at least 30% of the per-sample
-gradients clipped and a private intercept correction on 4% of ``mu**2``),
+gradients clipped, at most 0.3% of the rows truncated and a private
+intercept correction on 4% of ``mu**2``),
 the previous default (``auto`` with 100 steps and the clip target
 ``p = min(0.7, 6 z sqrt(d) / n)`` from n = 1e4 on, no correction), and
 fixed ``max_iter=T`` with the clip target
