@@ -454,6 +454,13 @@ def test_scale_margin_plan_is_paid_in_full():
         assert strict.default_scales or 8 * strict.z_scale <= 400 * (1 + 1e-6)
         assert strict.default_scales == (small == 0.0)
         assert gdp_mu_of(strict.event) == pytest.approx(mu)
+        # margin_share: buy the margin instead of the public defaults
+        bought = kl.make_known_lipschitz_plan(
+            mu, 400, 11, 30, scale_margin=2.0, margin_share=0.5, **kw
+        )
+        assert not bought.default_scales
+        assert 8 * bought.z_scale <= 400 * (1 + 1e-6)
+        assert gdp_mu_of(bought.event) == pytest.approx(mu)
 
 
 @pytest.mark.parametrize("seed", [14, 26, 34, 69, 77])

@@ -83,6 +83,11 @@ _ONEPASS_TAIL = 0.5
 #: n = 1e3, n = 2000 and on diabetes in benchmarks/heavy_tailed_rule.py).
 #: Public constants.
 _DEFAULT_STEPS = 30
+#: Linear and binary fits whose scale counts are estimable but noisier than
+#: n / 8 spend up to half the budget on them to reach n / 8 (the logistic
+#: public defaults are not unit free: 3-8x worse on unscaled data at n = 1e3,
+#: eps = 0.5, benchmarks/results/heavy_tailed.md).
+_MARGIN_SHARE = 0.5
 #: Linear regression, ``max_iter="auto"``, ``n >= _LARGE_N``: at least this
 #: fraction of the per-sample gradients is clipped (a robust, Huber-type
 #: fit: less noise and, under heavy-tailed noise, less variance), and the
@@ -226,6 +231,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 target=target,
                 small_n_share=self._small_n_share,
                 scale_margin=SMALL_N_MARGIN,
+                margin_share=_MARGIN_SHARE,
                 **extra,
             )
         n_scales = scales_needed(loss) if adaptive else 0

@@ -100,6 +100,7 @@ def make_known_lipschitz_plan(
     scale_margin=1.0,
     search_at_cap=True,
     max_trunc_fraction=_MAX_TRUNC_FRACTION,
+    margin_share=0.0,
 ):
     """Budget split of Algorithm 4 + DP-GD (shares of ``mu**2``).
 
@@ -140,6 +141,10 @@ def make_known_lipschitz_plan(
     max_trunc_fraction : float, default=0.01
         Largest fraction of rows the truncation level aims to drop (it aims
         at ``min(max_trunc_fraction, p / 4)``, ``p`` the clipped fraction).
+    margin_share : float, default=0.0
+        When the scales are estimable without ``scale_margin`` but not with
+        it, spend up to this share of ``mu**2`` on them to reach the margin
+        (as ``small_n_share``) rather than use the public defaults.
 
     Returns
     -------
@@ -160,10 +165,12 @@ def make_known_lipschitz_plan(
         (z_scale,) = split_gdp(mu, [(n_scales * RANGE_STEPS, scale_share)])
         if not scales_estimable(n, z_scale, scale_margin):
             share = None
-            if small_n_share > 0:
-                share = small_n_scale_share(
-                    mu, n, n_scales * RANGE_STEPS, small_n_share
-                )
+            cap = small_n_share
+            if scales_estimable(n, z_scale):
+                # estimable without the margin: buy the margin (public rule)
+                cap = max(cap, margin_share)
+            if cap > 0:
+                share = small_n_scale_share(mu, n, n_scales * RANGE_STEPS, cap)
             if share is not None and share > scale_share:
                 scale_share = share
                 (z_scale,) = split_gdp(mu, [(n_scales * RANGE_STEPS, share)])
