@@ -391,11 +391,12 @@ def test_small_n_regression_estimates_scales_in_natural_units():
 
 
 def test_auto_steps_rule_is_public_in_n():
-    # max_iter="auto": 30 steps below n = 1e4, 100 steps from n = 1e4 on, the
-    # same clip rule (scale 6); an explicit max_iter is used as given.
+    # max_iter="auto": 30 steps below n = 1e4, 100 steps from n = 1e4 on with
+    # at least 30% of the gradients clipped (same scale 6); an explicit
+    # max_iter is used as given.
     rng = np.random.default_rng(4)
     d = 3
-    for n, steps, scale in ((9_999, 30, 6.0), (10_000, 100, 6.0)):
+    for n, steps, floor in ((9_999, 30, 0.0), (10_000, 100, 0.3)):
         X = rng.standard_t(3, size=(n, d))
         y = X @ np.ones(d) + rng.standard_t(3, size=n)
         m = HeavyTailedLinearRegression(epsilon=1.0, delta=1e-8, random_state=0)
@@ -406,7 +407,7 @@ def test_auto_steps_rule_is_public_in_n():
         plan = m._make_plan(n, d + 1, m._budget(1), SquaredLoss())
         z = plan.gd.z_grad
         assert plan.gd.clip_fraction == pytest.approx(
-            min(0.7, scale * z * np.sqrt(d + 1) / n)
+            min(0.7, max(floor, 6.0 * z * np.sqrt(d + 1) / n))
         )
         fixed = HeavyTailedLinearRegression(
             epsilon=1.0, delta=1e-8, max_iter=30, random_state=0
@@ -419,3 +420,42 @@ def test_auto_steps_rule_is_public_in_n():
         )
     with pytest.raises(ValueError):
         HeavyTailedLogisticRegression(max_iter="auto").fit(X, y > 0)
+
+
+# -- intercept correction of the large-n rule ------------------------------------
+def test_large_n_rule_corrects_the_intercept_and_pays_for_it():
+    from skdp.privacy import gdp_mu, gdp_mu_of
+    from skdp.solvers.heavy_tailed.intercept import make_intercept_plan
+
+    X, y, w = _linear(20_000, noise="t")
+    y = y + np.exp(np.random.default_rng(1).normal(size=y.size)) - np.exp(0.5)
+    m = HeavyTailedLinearRegression(epsilon=1.0, delta=1e-9, random_state=0)
+    m.fit(X, y)
+    eps, _ = m.privacy_spent_
+    assert 0.97 <= eps <= 1.0
+    mu = gdp_mu(1.0, 1e-9)
+    plan = m._make_plan(20_000, 5, m._budget(1, 1 - 0.04), SquaredLoss())
+    corr = make_intercept_plan(m._budget(1, 0.04))
+    total = gdp_mu_of(ComposedDpEvent([plan.event, corr.event]))
+    assert total == pytest.approx(mu)
+    # skewed noise (mean 0): the heavily clipped run's intercept is a robust
+    # location; the correction moves it back to the least-squares one (3)
+    off = HeavyTailedLinearRegression(epsilon=1.0, delta=1e-9, random_state=0)
+    off._intercept_share = lambda n, loss: 0.0
+    off.fit(X, y)
+    assert abs(m.intercept_ - 3.0) < 0.5 * abs(off.intercept_ - 3.0)
+    # no correction below n = 1e4, for the Huber loss, or a given max_iter
+    small = HeavyTailedLinearRegression(random_state=0)
+    assert small._intercept_share(9_999, SquaredLoss()) == 0.0
+    assert small._intercept_share(10_000, HuberLoss(1.0)) == 0.0
+    assert small._intercept_share(10_000, SquaredLoss()) == 0.04
+    fixed = HeavyTailedLinearRegression(max_iter=100)
+    assert fixed._intercept_share(10_000, SquaredLoss()) == 0.0
+
+
+def test_inf_epsilon_matches_linear_regression_with_the_large_n_rule():
+    X, y, _ = _linear(10_000, noise="gauss")
+    ref = LinearRegression().fit(X, y)
+    model = HeavyTailedLinearRegression(epsilon=np.inf, random_state=0).fit(X, y)
+    np.testing.assert_allclose(model.coef_, ref.coef_, atol=2e-3)
+    assert model.intercept_ == pytest.approx(ref.intercept_, abs=2e-3)

@@ -393,3 +393,88 @@ def test_public_moment_bound_at_infinite_budget_is_finite(solver):
     ).fit(X, y)
     assert np.all(np.isfinite(model.coef_))
     np.testing.assert_allclose(model.coef_, [1.0, 2.0, 3.0], atol=0.35)
+
+
+# -- robustness of the private scales at small n (public floor and margin) --
+
+
+def test_scale_floor_raises_a_collapsed_scale_to_the_norm_quantile():
+    # most rows tiny, a few of unit scale: the median RMS (the feature scale)
+    # is 1e-4, far below the truncation quantile of the norms; the floor
+    # (post-processing of both releases) raises it to T / (8 sqrt(d))
+    rng = np.random.default_rng(0)
+    n, d = 2000, 4
+    X = 1e-4 * rng.normal(size=(n, d))
+    X[:100] = rng.normal(size=(100, d))
+    y = X @ np.ones(d)
+    plan = kl.make_known_lipschitz_plan(
+        np.inf, n, d + 1, 5, n_scales=3, feature_scale=True
+    )
+    kw = dict(step_size=0.1, fit_intercept=True, scaled_intercept=True)
+    plain = kl.known_lipschitz(
+        X, y, SquaredLoss(), plan, np.random.default_rng(1), **kw
+    )
+    floored = kl.known_lipschitz(
+        X, y, SquaredLoss(), plan, np.random.default_rng(1), scale_floor=8.0, **kw
+    )
+    s0, s1 = plain.extra["feature_scale"], floored.extra["feature_scale"]
+    T = floored.extra["truncation"]
+    assert s0 < 1e-3
+    assert s1 == pytest.approx(T / (8.0 * math.sqrt(d)))
+    assert np.all(np.isfinite(floored.coef))
+
+
+def test_scale_floor_leaves_a_consistent_scale_alone():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 5))
+    y = X @ np.ones(5) + 0.1 * rng.normal(size=3000)
+    plan = kl.make_known_lipschitz_plan(
+        np.inf, 3000, 6, 20, n_scales=3, feature_scale=True
+    )
+    kw = dict(step_size=0.5, fit_intercept=True)
+    a = kl.known_lipschitz(X, y, SquaredLoss(), plan, np.random.default_rng(2), **kw)
+    b = kl.known_lipschitz(
+        X, y, SquaredLoss(), plan, np.random.default_rng(2), scale_floor=8.0, **kw
+    )
+    assert a.extra["feature_scale"] == b.extra["feature_scale"]
+    np.testing.assert_array_equal(a.coef, b.coef)
+
+
+def test_scale_margin_plan_is_paid_in_full():
+    # n = 400 at the default delta: the count noise (z = 79) is below n / 4
+    # but not n / 8; with margin 2 the linear plan (small-n share) buys
+    # z <= n / 8 and the logistic plan (no small-n share) uses the public
+    # defaults; either way the plan spends exactly mu
+    mu = gdp_mu(1.0, 400**-1.1)
+    for small, n_scales in ((0.0, 1), (0.5, 3)):
+        kw = dict(n_scales=n_scales, feature_scale=True, small_n_share=small)
+        loose = kl.make_known_lipschitz_plan(mu, 400, 11, 30, **kw)
+        strict = kl.make_known_lipschitz_plan(mu, 400, 11, 30, scale_margin=2.0, **kw)
+        assert not loose.default_scales and 8 * loose.z_scale > 400
+        assert strict.default_scales or 8 * strict.z_scale <= 400 * (1 + 1e-6)
+        assert strict.default_scales == (small == 0.0)
+        assert gdp_mu_of(strict.event) == pytest.approx(mu)
+        # margin_share: buy the margin instead of the public defaults
+        bought = kl.make_known_lipschitz_plan(
+            mu, 400, 11, 30, scale_margin=2.0, margin_share=0.5, **kw
+        )
+        assert not bought.default_scales
+        assert 8 * bought.z_scale <= 400 * (1 + 1e-6)
+        assert gdp_mu_of(bought.event) == pytest.approx(mu)
+
+
+@pytest.mark.parametrize("seed", [14, 26, 34, 69, 77])
+def test_scales_do_not_collapse_at_n_400(seed):
+    # these draws collapsed the feature scale (0.0056 or 3.5e4 instead of
+    # ~1) before the public margin and floor: coefficient error up to 9e9
+    # (linear) and accuracy 0.46 (logistic)
+    r = np.random.default_rng(seed)
+    X = r.normal(size=(400, 10))
+    w = np.ones(10) / 3
+    y = X @ w + r.standard_t(3, size=400)
+    lin = HeavyTailedLinearRegression(random_state=seed).fit(X, y)
+    assert 0.2 < lin.feature_scale_ < 5
+    assert np.sum((lin.coef_ - w) ** 2) < 0.6
+    yb = (y > 0).astype(int)
+    log = HeavyTailedLogisticRegression(random_state=seed).fit(X, yb)
+    assert log.score(X, yb) > 0.6

@@ -294,3 +294,54 @@ def test_clipped_sum_is_silent_for_subnormal_probabilities():
                 XX, np.array([2, 1]), W, np.linalg.norm(X, axis=1), 1.0
             )
         assert np.all(np.isfinite(g))
+
+
+def test_small_n_without_clip_search_uses_a_fixed_moderate_clip_and_learns():
+    # n = 120 is too small for a private clip search at eps = 1: the clip is
+    # fixed at NO_SEARCH_OCTAVES below the public ceiling (not 8 octaves,
+    # which left the coefficients near zero) with the 1 / L step
+    from skdp.solvers.heavy_tailed.gd import practical_step_size
+    from skdp.solvers.heavy_tailed.multinomial import (
+        MULTINOMIAL_CURVATURE,
+        NO_SEARCH_OCTAVES,
+    )
+
+    rng = np.random.default_rng(0)
+    centers = 1.5 * np.array([[1.0, 0.0], [-0.5, 0.87], [-0.5, -0.87]])
+    y = np.repeat(np.arange(3), 40)
+    X = centers[y] + 0.5 * rng.normal(size=(120, 2))
+    Xte_lab = np.repeat(np.arange(3), 1000)
+    Xte = centers[Xte_lab] + 0.5 * rng.normal(size=(3000, 2))
+    accs = []
+    for seed in range(5):
+        m = HeavyTailedLogisticRegression(
+            epsilon=1.0, classes=[0, 1, 2], random_state=seed
+        ).fit(X, y)
+        clips = np.ravel(m.clip_thresholds_)
+        assert np.ptp(clips) == 0  # no private search: one fixed level
+        ceiling = np.sqrt(2.0) * np.hypot(m.truncation_threshold_, 1.0)
+        assert clips[0] == pytest.approx(ceiling / 2**NO_SEARCH_OCTAVES)
+        assert m.step_sizes_[0] == pytest.approx(
+            practical_step_size(MULTINOMIAL_CURVATURE, 0.0)
+        )
+        proba = m.predict_proba(Xte)[np.arange(Xte_lab.size), Xte_lab]
+        accs.append(-np.mean(np.log(proba)))
+    # test log-loss: 0.06 with the rule, 0.93 with the old 8-octave clip and
+    # step 0.25 (coefficients near zero, probabilities near 1/3)
+    assert np.median(accs) < 0.3
+
+
+def test_no_clip_search_when_the_clipped_fraction_is_capped():
+    # digits-sized problem: the noise asks for more than the largest clipped
+    # fraction, so the multinomial plan skips the search (public rule) and
+    # the gradients get its share; the plan still spends exactly mu
+    mu = gdp_mu(1.0, 1347**-1.1)
+    kw = dict(n_scales=1, feature_scale=True)
+    searched = make_known_lipschitz_plan(mu, 1347, 650, 30, **kw)
+    capped = make_known_lipschitz_plan(mu, 1347, 650, 30, search_at_cap=False, **kw)
+    assert searched.gd.checkpoints and searched.gd.clip_fraction == 0.7
+    assert not capped.gd.checkpoints and capped.gd.z_grad < searched.gd.z_grad
+    assert gdp_mu_of(capped.event) == pytest.approx(mu)
+    # a large-n problem below the cap keeps its search
+    big = make_known_lipschitz_plan(mu, 100_000, 105, 30, search_at_cap=False, **kw)
+    assert big.gd.checkpoints

@@ -32,7 +32,7 @@ from .common import (
     split_gdp,
 )
 from .gd import FullBatchPlan, clipped_dp_gd, make_full_batch_plan
-from .units import planned_design
+from .units import floored_design, planned_design
 
 __all__ = [
     "KnownLipschitzPlan",
@@ -97,6 +97,10 @@ def make_known_lipschitz_plan(
     bound_share=0.1,
     target=DEFAULT_TARGET,
     small_n_share=0.0,
+    scale_margin=1.0,
+    search_at_cap=True,
+    max_trunc_fraction=_MAX_TRUNC_FRACTION,
+    margin_share=0.0,
 ):
     """Budget split of Algorithm 4 + DP-GD (shares of ``mu**2``).
 
@@ -128,6 +132,19 @@ def make_known_lipschitz_plan(
         (:func:`~skdp.solvers.heavy_tailed.bounds.small_n_scale_share`)
         instead of assuming standardized data; 0 keeps the public defaults.
         The clip-level share is unchanged; the gradients pay the difference.
+    scale_margin : float, default=1.0
+        Margin of :func:`~skdp.solvers.heavy_tailed.bounds.scales_estimable`
+        for the default share (``2``: the scale counts' noise must be below
+        ``n / 8``, else the small-``n`` share or the public defaults).
+    search_at_cap : bool, default=True
+        See :func:`~skdp.solvers.heavy_tailed.gd.make_full_batch_plan`.
+    max_trunc_fraction : float, default=0.01
+        Largest fraction of rows the truncation level aims to drop (it aims
+        at ``min(max_trunc_fraction, p / 4)``, ``p`` the clipped fraction).
+    margin_share : float, default=0.0
+        When the scales are estimable without ``scale_margin`` but not with
+        it, spend up to this share of ``mu**2`` on them to reach the margin
+        (as ``small_n_share``) rather than use the public defaults.
 
     Returns
     -------
@@ -146,12 +163,14 @@ def make_known_lipschitz_plan(
     clip_share = bound_share - scale_share
     if n_scales:
         (z_scale,) = split_gdp(mu, [(n_scales * RANGE_STEPS, scale_share)])
-        if not scales_estimable(n, z_scale):
+        if not scales_estimable(n, z_scale, scale_margin):
             share = None
-            if small_n_share > 0:
-                share = small_n_scale_share(
-                    mu, n, n_scales * RANGE_STEPS, small_n_share
-                )
+            cap = small_n_share
+            if scales_estimable(n, z_scale):
+                # estimable without the margin: buy the margin (public rule)
+                cap = max(cap, margin_share)
+            if cap > 0:
+                share = small_n_scale_share(mu, n, n_scales * RANGE_STEPS, cap)
             if share is not None and share > scale_share:
                 scale_share = share
                 (z_scale,) = split_gdp(mu, [(n_scales * RANGE_STEPS, share)])
@@ -168,10 +187,11 @@ def make_known_lipschitz_plan(
         clip_share=clip_share,
         reserved_share=scale_share,
         target=target,
+        search_at_cap=search_at_cap,
     )
     if not n_scales:
         return KnownLipschitzPlan(gd, default_scales=use_defaults)
-    trunc = min(_MAX_TRUNC_FRACTION, gd.clip_fraction / 4.0)
+    trunc = min(float(max_trunc_fraction), gd.clip_fraction / 4.0)
     return KnownLipschitzPlan(
         gd, n_scales, z_scale, trunc, feature_scale=bool(feature_scale)
     )
@@ -231,6 +251,7 @@ def known_lipschitz(
     fit_intercept=False,
     scaled_intercept=True,
     penalties=None,
+    scale_floor=None,
 ):
     """Algorithm 4 (KnownLipReduction) followed by clipped DP-GD.
 
@@ -292,6 +313,17 @@ def known_lipschitz(
         ``s`` and the earlier stages' averaged iterates (original units),
         all private releases. The steps add up to
         ``plan.gd.n_steps``; the privacy cost is that of ``plan``.
+    scale_floor : float, optional
+        Public factor ``f`` of a floor on the private feature scale: after
+        the truncation level ``C`` is released, ``s`` is raised to at least
+        ``C / (f sqrt(d))`` (with ``C`` a norm quantile, a row's RMS over
+        its non-zero entries is at least its norm over ``sqrt(d)``; ``f``
+        leaves room for heavy-tailed norms) and the design is rebuilt with
+        it. Post-processing of two releases: a collapsed ``s`` (a huge
+        step) is cut back to the scale of the row norms. Applies only when
+        the truncation level is a norm quantile (a private ``C`` with the
+        logistic loss or the squared loss without a radius). ``None``: no
+        floor.
 
     Returns
     -------
@@ -333,6 +365,7 @@ def known_lipschitz(
     )
     X, row_norms = design.X, design.row_norms
     n, d = X.shape
+    d_x = d - int(fit_intercept)
     bounds = row_lipschitz_bounds(loss, row_norms, y, radius)
     # with radius=inf the squared-loss "bounds" are only a ranking
     tail = 0.0 if plan.z_scale == 0 else plan.trunc_fraction
@@ -349,6 +382,15 @@ def known_lipschitz(
     else:
         if truncation is None:
             truncation = scale_quantile(bounds, tail, plan.z_scale, rng)
+            norm_ranked = isinstance(loss, LogisticLoss) or (
+                math.isinf(radius) and isinstance(loss, SquaredLoss)
+            )
+            if scale_floor is not None and plan.feature_scale and norm_ranked:
+                floor = truncation / (float(scale_floor) * math.sqrt(max(d_x, 1)))
+                if design.scale < floor:
+                    design = floored_design(design, floor, d_x)
+                    X, row_norms = design.X, design.row_norms
+                    bounds = row_lipschitz_bounds(loss, row_norms, y, radius)
         if need_target:
             target = scale_quantile(np.abs(y), tail, plan.z_scale, rng)
         if warm:

@@ -57,6 +57,7 @@ from .units import feature_scale, gaussian_norm_median
 
 __all__ = [
     "MULTINOMIAL_CURVATURE",
+    "NO_SEARCH_OCTAVES",
     "SCALE_FLOOR_FACTOR",
     "softmax_residuals",
     "clipped_multinomial_gradient_sum",
@@ -75,6 +76,13 @@ SCALE_FLOOR_FACTOR = 8.0
 _GUARD_GROWTH = 1.5
 _GUARD_NOISE_FLOOR = 3.0
 _FALLBACK_OCTAVES = 8.0
+#: Without any private clip search (too few records for one), the clip level
+#: is fixed for the whole run at this many octaves below the ceiling
+#: ``sqrt(2) T`` (about the public default row norm over 8 with the public
+#: default scales): heavy clipping at ``2**-8`` of the ceiling made 30 steps
+#: move the coefficients by less than one unit (iris and wine near chance,
+#: benchmarks/results/multiclass_real.md).
+NO_SEARCH_OCTAVES = 4.5
 
 
 def softmax_residuals(scores, labels):
@@ -300,7 +308,8 @@ def multinomial_dp_gd(
     if clip is None:
         clip_range = (math.log2(ceiling) - SEARCH_OCTAVES, math.log2(ceiling))
         checkpoints = set(gd.checkpoints)
-        C = 2.0 ** (clip_range[1] - _FALLBACK_OCTAVES)
+        octaves = _FALLBACK_OCTAVES if checkpoints else NO_SEARCH_OCTAVES
+        C = 2.0 ** (clip_range[1] - octaves)
     else:
         checkpoints, C = set(), float(clip)
     lr = float(step_size) / (s * s)

@@ -49,6 +49,7 @@ from .bounds import LOG2_RANGE, RANGE_STEPS, bisect_counts
 __all__ = [
     "Design",
     "feature_scale",
+    "floored_design",
     "gaussian_norm_median",
     "planned_design",
     "private_design",
@@ -291,3 +292,42 @@ def planned_design(X, rng, plan, n_needed, **kwargs):
         )
     z_scale = plan.z_scale if plan.feature_scale else None
     return private_design(X, rng, z_scale=z_scale, **kwargs)
+
+
+def floored_design(design, scale, d):
+    """The same design with the feature scale raised to ``scale``.
+
+    Post-processing of the released scale (a public floor, see
+    :func:`~skdp.solvers.heavy_tailed.known_lipschitz.known_lipschitz`): the
+    intercept column, if it is the scale, takes the new value and the row
+    norms follow.
+
+    Parameters
+    ----------
+    design : Design
+    scale : float
+        New feature scale (positive).
+    d : int
+        Number of features (columns before the intercept column).
+
+    Returns
+    -------
+    Design
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> des = private_design(np.ones((3, 2)), rng, z_scale=0.0, fit_intercept=True)
+    >>> new = floored_design(des, 2.0, 2)
+    >>> new.scale, new.X[0].tolist(), round(float(new.row_norms[0]), 4)
+    (2.0, [1.0, 1.0, 2.0], 2.4495)
+    """
+    scale = float(scale)
+    if design.intercept_value is None or design.intercept_value != design.scale:
+        # no intercept, or a public constant column: only the units change
+        return Design(design.X, design.row_norms, scale, design.intercept_value)
+    features = design.X[:, :d]
+    with np.errstate(all="ignore"):
+        norms = np.hypot(sparse_row_norms(features), scale)
+    return Design(append_constant_column(features, scale), norms, scale, scale)
