@@ -207,6 +207,7 @@ def _asinh_columns(X):
     """``j -> asinh(X[:, j])`` as a dense column (sparse input: one column at a time)."""
     if sp.issparse(X):
         T = sp.csc_matrix(X, dtype=np.float64, copy=True)
+        T.sum_duplicates()  # asinh of each entry's summed value
         with np.errstate(all="ignore"):
             T.data = np.arcsinh(T.data)  # asinh(0) = 0 keeps the zeros implicit
         return lambda j: T[:, [j]].toarray().ravel()

@@ -20,6 +20,7 @@ from ..privacy import (
     calibrate_noise_multiplier,
     gaussian_mechanism,
 )
+from ..utils._sparse import as_float_columns
 from ._base import PrivateTransformerMixin
 from ._bounds import BOUNDS_CONSTRAINT
 from ._moments import clipped_unit_values, moments_sensitivity
@@ -87,7 +88,7 @@ def _sparse_observed_statistic(X, lower, upper):
     Column sums over the stored entries plus ``n - nnz_j`` implicit zeros,
     each with the unit value of ``0`` clipped to the column's bounds.
     """
-    X = sp.csc_matrix(X, dtype=np.float64)
+    X = as_float_columns(X)  # duplicates summed: one value per record and column
     n, d = X.shape
     lower = np.broadcast_to(np.asarray(lower, dtype=float), (d,))
     upper = np.broadcast_to(np.asarray(upper, dtype=float), (d,))
@@ -274,6 +275,9 @@ class SimpleImputer(
         )
         if sp.issparse(X):
             # a copy: only the stored NaN entries change, zeros stay implicit
+            if not X.has_canonical_format:  # a duplicated NaN entry is one NaN
+                X = X.copy()
+                X.sum_duplicates()
             missing = np.isnan(X.data)
             if X.format == "csr":
                 cols = X.indices

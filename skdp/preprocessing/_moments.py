@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..privacy import gaussian_mechanism
+from ..utils._sparse import as_float_columns
 
 __all__ = ["moments_sensitivity", "clipped_unit_values", "private_moments"]
 
@@ -112,7 +113,7 @@ def _sparse_unit_moments(X, lower, upper, with_var):
     ``[lower_j, upper_j]``; the column sums add it ``n - nnz_j`` times, so the
     statistic equals the dense one (up to summation order).
     """
-    X = sp.csc_matrix(X, dtype=np.float64)
+    X = as_float_columns(X)  # duplicates summed: one value per record and column
     n, d = X.shape
     lower = np.broadcast_to(np.asarray(lower, dtype=float), (d,))
     upper = np.broadcast_to(np.asarray(upper, dtype=float), (d,))

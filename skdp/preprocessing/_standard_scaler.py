@@ -341,6 +341,9 @@ def _check_sparse_centring(X, with_mean):
 def _scale_sparse(X, scale, clip, lower, upper, *, inverse):
     """Clip the stored entries to the bounds and scale columns, staying sparse."""
     X = X.tocsr() if X.format != "csr" else X
+    if not X.has_canonical_format:  # clip each entry's summed value
+        X = X.copy()
+        X.sum_duplicates()
     cols = X.indices
     with np.errstate(all="ignore"):  # private values: overflow must stay silent
         return _scale_sparse_entries(X, cols, scale, clip, lower, upper, inverse)

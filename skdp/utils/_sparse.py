@@ -14,6 +14,7 @@ from ._validation import safe_row_norms
 __all__ = [
     "is_sparse",
     "as_float_rows",
+    "as_float_columns",
     "row_norms",
     "row_nnz",
     "clip_rows_any",
@@ -80,6 +81,35 @@ def as_float_rows(X):
             X.sum_duplicates()
         return X
     return np.ascontiguousarray(X, dtype=np.float64)
+
+
+def as_float_columns(X):
+    """Float64 CSC copy of a sparse matrix with duplicate entries summed.
+
+    The per-column statistics read the stored entries one by one; scipy gives
+    a duplicated ``(i, j)`` the *sum* of its stored values, so duplicates must
+    be summed first (otherwise one record with many stored entries in a
+    column would count many times and escape its clip).
+
+    Parameters
+    ----------
+    X : sparse matrix of shape (n, d)
+
+    Returns
+    -------
+    scipy.sparse.csc_matrix
+        A new matrix (the caller's is never modified), in canonical format.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> X = sp.csr_matrix((np.ones(2), np.zeros(2, int), np.array([0, 2])), shape=(1, 1))
+    >>> as_float_columns(X).data
+    array([2.])
+    """
+    X = sp.csc_matrix(X, dtype=np.float64, copy=True)
+    X.sum_duplicates()
+    return X
 
 
 def _row_index(X):
