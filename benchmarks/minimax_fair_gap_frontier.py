@@ -76,6 +76,42 @@ VARIANTS = {
         "_GDA_DUAL_STEP": 1.0,
         "_GDA_PRIMAL_AVERAGE_FROM": 0.99,
     },
+    # Round 4: the noiseless end of the z-continuous schedule rule
+    # (_GDA_NOISELESS, used at epsilon = inf); the variants above patch the
+    # noisy end, which epsilon = inf no longer uses.
+    "noisy schedule at eps=inf": {
+        "_GDA_NOISELESS": {
+            "step_factor": 1.0,
+            "dual_step": 0.3,
+            "primal_average_from": 0.5,
+            "dual_warmup": 0.3,
+        }
+    },
+    "noiseless: step x3, dual_step=1, last iterate, warm-up 0.3": {
+        "_GDA_NOISELESS": {
+            "step_factor": 3.0,
+            "dual_step": 1.0,
+            "primal_average_from": 0.99,
+            "dual_warmup": 0.3,
+        }
+    },
+    "noiseless: step x3, dual_step=2, last iterate, dual average_from=0.8": {
+        "_GDA_NOISELESS": {
+            "step_factor": 3.0,
+            "dual_step": 2.0,
+            "primal_average_from": 0.99,
+            "dual_warmup": 0.1,
+        },
+        "_GDA_AVERAGE_FROM": 0.8,
+    },
+    "noiseless: step x4, dual_step=1, last iterate, warm-up 0.1": {
+        "_GDA_NOISELESS": {
+            "step_factor": 4.0,
+            "dual_step": 1.0,
+            "primal_average_from": 0.99,
+            "dual_warmup": 0.1,
+        }
+    },
 }
 
 
@@ -118,11 +154,23 @@ def main():
     parser.add_argument(
         "--gap-only", action="store_true", help="epsilon = inf gaps only (no seeds)"
     )
+    parser.add_argument(
+        "--schedule-table",
+        action="store_true",
+        help="also the schedule rule's z and noiseless share at each epsilon",
+    )
     args = parser.parse_args()
     task = load_task(args.task)
     n = task["Xtr"].shape[0]
     delta = min(1e-6, 1.0 / n**2)
     start = time.time()
+    schedule_rows = []
+    for eps in [0.5, 1.0, 2.0, 5.0, np.inf] if args.schedule_table else []:
+        c = fit(task, eps, 0, delta).constants_
+        schedule_rows.append(
+            f"| {eps} | {c['noise_multiplier']:.2f} | {c['noiseless_share']:.2f} | "
+            f"{c['step_size']:.4g} | {c['dual_step']:.2f} |"
+        )
     out = []
     for name in args.variants:
         with patched(VARIANTS[name]):
@@ -174,6 +222,17 @@ def main():
             f"| {r['variant']} | {r['gap']:.1e} | {r['inf_wg_logloss']:.4f} | "
             f"{np.median(r['eps1']):.4f} | {ratio} |"
         )
+    if schedule_rows:
+        lines += [
+            "",
+            "Schedule rule at the default max_iter (seed 0): noise multiplier z, "
+            "noiseless share u = max(0, 1 - z / _GDA_NOISELESS_Z), primal step, "
+            "dual step.",
+            "",
+            "| epsilon | z | u | primal step | dual step |",
+            "|---|---|---|---|---|",
+            *schedule_rows,
+        ]
     stem = os.path.join(RESULTS, f"minimax_fair_gap_frontier_{args.task}{args.tag}")
     with open(stem + ".json", "w") as fh:
         json.dump(

@@ -249,7 +249,8 @@ class MinimaxFairClassifier(
         iterations run.
     step_scale : float, default=1.0
         Multiplier of the theory step size (``gamma`` of NSEG, ``1/lambda``
-        of NISPP, ``4 / bound**2`` of ``"gda"``). Choosing it on the private
+        of NISPP, ``4 / bound**2`` of ``"gda"``, itself times 1 to 3 by the
+        schedule rule as ``z`` falls from 1 to 0). Choosing it on the private
         data costs privacy.
     dual_scale : float or None, default=None
         Rescaling ``c`` of the group weights (``q = c r``): the dual step is
@@ -258,7 +259,9 @@ class MinimaxFairClassifier(
         NSEG and NISPP only.
     dual_step : float or None, default=None
         Step of the exponentiated ascent on the group weights
-        (``"gda"`` only; ``None``: 0.3). ``0`` keeps the weights at the
+        (``"gda"`` only; ``None``: 0.3 when the per-step noise multiplier
+        ``z`` is at least 1, rising continuously to 1 at ``z = 0``, the
+        public schedule rule of the user guide). ``0`` keeps the weights at the
         priors: a private logistic regression on the importance-weighted
         records.
     estimation_share : float, default=0.1
