@@ -100,7 +100,7 @@ VARIANTS = {
             "step_factor": 3.0,
             "dual_step": 2.0,
             "primal_average_from": 0.99,
-            "dual_warmup": 0.1,
+            "dual_warmup": 0.3,
         },
         "_GDA_AVERAGE_FROM": 0.8,
     },
