@@ -8,12 +8,14 @@ from scipy.special import expit
 from scipy.stats import norm
 from sklearn.linear_model import LogisticRegression
 
+import skdp.fairness._minimax_fair as mf_module
 import skdp.solvers.saddle_point.gda as gda_module
 from skdp import MinimaxFairClassifier, PrivacyAccountant
 from skdp.privacy import (
     ComposedDpEvent,
     GaussianDpEvent,
     SelfComposedDpEvent,
+    calibrate_gaussian,
     certify_epsilon,
 )
 from skdp.solvers.saddle_point.gda import (
@@ -285,6 +287,74 @@ def test_without_noise_reaches_the_minimax_solution():
     # ERM serves its worst group worse.
     erm = LogisticRegression(C=np.inf).fit(X, y)
     assert worst < op.group_risks(np.r_[erm.coef_[0], erm.intercept_]).max() - 0.01
+
+
+def _gap_at_default_max_iter(monkeypatch=None, noisy_schedule=False):
+    X, y, g = _groups_data(n=2000)
+    codes = np.searchsorted(["a", "b", "c"], g)
+    shares = np.bincount(codes) / 2000
+    bound = np.linalg.norm(X, axis=1).max()  # nothing is clipped
+    if noisy_schedule:  # the epsilon = 1 schedule forced at epsilon = inf
+        noisy = mf_module.gda_schedule(mf_module._GDA_NOISELESS_Z)
+        monkeypatch.setattr(mf_module, "gda_schedule", lambda z, **kw: noisy)
+    clf = MinimaxFairClassifier(
+        epsilon=np.inf,
+        groups=["a", "b", "c"],
+        group_priors=shares,
+        min_group_prior=0.0,
+        radius=3.0,
+        feature_norm=bound,
+        classes=[0, 1],
+        random_state=0,
+    ).fit(X, y, sensitive_features=g)
+    op = GroupDROLogistic(
+        np.hstack([X, np.ones((2000, 1))]),
+        np.where(y == 1, 1.0, -1.0),
+        codes,
+        shares,
+        radius=3.0,
+        feature_bound=bound,
+    )
+    worst = op.group_risks(np.r_[clf.coef_[0], clf.intercept_]).max()
+    best, _ = op.best_response_value(clf.group_weights_)
+    return clf, worst - best
+
+
+def test_default_max_iter_certifies_the_gap_without_noise(monkeypatch):
+    """epsilon=inf with the defaults (solver="gda", max_iter=100): the
+    noiseless end of the public schedule rule certifies a duality gap of the
+    estimator's own objective below 1e-3; the noisy schedule does not."""
+    clf, gap = _gap_at_default_max_iter()
+    assert clf.n_iter_ == 100
+    assert clf.constants_["noiseless_share"] == 1.0
+    assert 0 <= gap < 1e-3
+    _, noisy_gap = _gap_at_default_max_iter(monkeypatch, noisy_schedule=True)
+    assert noisy_gap > 1e-2
+
+
+def test_schedule_rule_is_continuous_and_noisy_at_finite_budgets():
+    """u(z) moves every constant continuously from the noiseless values
+    (z = 0) to the noisy ones, reached at z = _GDA_NOISELESS_Z and kept above
+    (every epsilon <= 50 at the default max_iter)."""
+    noisy = mf_module.gda_schedule(mf_module._GDA_NOISELESS_Z)
+    assert noisy["noiseless_share"] == 0.0
+    assert noisy["dual_step"] == mf_module._GDA_DUAL_STEP
+    assert mf_module.gda_schedule(0.0)["noiseless_share"] == 1.0
+    for key, value in mf_module._GDA_NOISELESS.items():
+        assert mf_module.gda_schedule(0.0)[key] == value
+        below = mf_module.gda_schedule(mf_module._GDA_NOISELESS_Z * (1 - 1e-9))
+        assert below[key] == pytest.approx(
+            noisy[key] if noisy[key] is not None else mf_module._GDA_AVERAGE_FROM
+        )
+    z50 = calibrate_gaussian(50.0, 1e-6, mf_module._GDA_MAX_ITER)
+    assert z50 >= mf_module._GDA_NOISELESS_Z
+    assert mf_module.gda_schedule(0.0, multinomial=True)["noiseless_share"] == 0.0
+    X, y, g = _groups_data(n=1000)
+    clf = MinimaxFairClassifier(
+        epsilon=50.0, groups=["a", "b", "c"], classes=[0, 1], random_state=0
+    ).fit(X, y, sensitive_features=g)
+    assert clf.constants_["noiseless_share"] == 0.0
+    assert clf.constants_["dual_step"] == mf_module._GDA_DUAL_STEP
 
 
 # --- declared groups ------------------------------------------------------------------------

@@ -66,6 +66,71 @@ _GDA_CONFIDENCE = 1.0
 _GDA_RESTART = False
 _GDA_PRIMAL_AVERAGE_FROM = None
 _GDA_STEP_FACTOR = 1.0
+# Public schedule rule continuous in the per-step noise multiplier z (issue
+# 20, round 4; benchmarks/results/minimax_fair_gap_frontier_*_round4.md):
+# with u = max(0, 1 - z / _GDA_NOISELESS_Z) every binary schedule constant
+# is (1 - u) * its noisy value above + u * its noiseless value below. The
+# noisy schedule (small steps, long averaging) averages out the noise; without
+# noise the larger steps and the last primal iterate close the duality gap at
+# the same max_iter. z depends only on epsilon, delta, max_iter and the plan.
+_GDA_NOISELESS_Z = 1.0
+_GDA_NOISELESS = {
+    "step_factor": 3.0,
+    "dual_step": 1.0,
+    "primal_average_from": 0.99,
+    "dual_warmup": 0.1,
+}
+
+
+def gda_schedule(noise_multiplier, multinomial=False):
+    """Schedule constants of ``solver="gda"`` for a noise multiplier (public).
+
+    The constants move continuously from the noisy schedule (``_GDA_*``) to
+    the noiseless one (``_GDA_NOISELESS``) as ``z`` falls from
+    ``_GDA_NOISELESS_Z`` to 0, by the share ``u = max(0, 1 - z /
+    _GDA_NOISELESS_Z)``. ``z`` is computed from the public budget and plan
+    only, so the rule is post-processing-free public information. The
+    multinomial schedule keeps its noisy constants (``u = 0``, not measured).
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        ``z`` of every step (``0`` at ``epsilon=np.inf``).
+    multinomial : bool, default=False
+        Whether the multinomial loss is fitted.
+
+    Returns
+    -------
+    dict
+        ``step_factor``, ``dual_step``, ``primal_average_from``,
+        ``dual_warmup`` and the share ``noiseless_share`` (``u``).
+
+    Examples
+    --------
+    >>> gda_schedule(0.0)["step_factor"]
+    3.0
+    >>> gda_schedule(50.0)["noiseless_share"]
+    0.0
+    """
+    z = float(noise_multiplier)
+    u = 0.0 if multinomial else max(0.0, 1.0 - z / _GDA_NOISELESS_Z)
+    noisy = {
+        "step_factor": _GDA_STEP_FACTOR,
+        "dual_step": _GDA_DUAL_STEP,
+        "primal_average_from": (
+            _GDA_AVERAGE_FROM
+            if _GDA_PRIMAL_AVERAGE_FROM is None
+            else _GDA_PRIMAL_AVERAGE_FROM
+        ),
+        "dual_warmup": _GDA_DUAL_WARMUP,
+    }
+    if u == 0.0:
+        out = dict(noisy)
+        out["primal_average_from"] = _GDA_PRIMAL_AVERAGE_FROM  # as before
+    else:
+        out = {k: (1.0 - u) * v + u * _GDA_NOISELESS[k] for k, v in noisy.items()}
+    out["noiseless_share"] = u
+    return out
 
 
 class MinimaxFairClassifier(
@@ -189,7 +254,8 @@ class MinimaxFairClassifier(
         iterations run.
     step_scale : float, default=1.0
         Multiplier of the theory step size (``gamma`` of NSEG, ``1/lambda``
-        of NISPP, ``4 / bound**2`` of ``"gda"``). Choosing it on the private
+        of NISPP, ``4 / bound**2`` of ``"gda"``, itself times 1 to 3 by the
+        schedule rule as ``z`` falls from 1 to 0). Choosing it on the private
         data costs privacy.
     dual_scale : float or None, default=None
         Rescaling ``c`` of the group weights (``q = c r``): the dual step is
@@ -198,7 +264,9 @@ class MinimaxFairClassifier(
         NSEG and NISPP only.
     dual_step : float or None, default=None
         Step of the exponentiated ascent on the group weights
-        (``"gda"`` only; ``None``: 0.3). ``0`` keeps the weights at the
+        (``"gda"`` only; ``None``: 0.3 when the per-step noise multiplier
+        ``z`` is at least 1, rising continuously to 1 at ``z = 0``, the
+        public schedule rule of the user guide). ``0`` keeps the weights at the
         priors: a private logistic regression on the importance-weighted
         records.
     estimation_share : float, default=0.1
@@ -728,10 +796,12 @@ class MinimaxFairClassifier(
         else:
             clip = bound  # |l'| <= 1 and ||x|| <= bound: per-record gradients fit
             loss_cap = min(loss_bound, _GDA_LOSS_CAP)
-            # 1 / smoothness bound (times a development factor, 1 by default)
-            primal_step = self.step_scale * _GDA_STEP_FACTOR * 4.0 / bound**2
+        schedule = gda_schedule(z, multinomial=multinomial)
+        if not multinomial:
+            # 1 / smoothness bound times the schedule's factor (1 when noisy)
+            primal_step = self.step_scale * schedule["step_factor"] * 4.0 / bound**2
         loss_factor = _GDA_LOSS_SHARE * clip / loss_cap if priors.size > 1 else 0.0
-        dual_step = _GDA_DUAL_STEP if self.dual_step is None else self.dual_step
+        dual_step = schedule["dual_step"] if self.dual_step is None else self.dual_step
         result = group_dro_gda(
             Xa,
             y_pm,
@@ -749,10 +819,10 @@ class MinimaxFairClassifier(
             momentum=_GDA_MOMENTUM,
             optimistic=_GDA_OPTIMISTIC,
             average_from=_GDA_AVERAGE_FROM,
-            dual_warmup=_GDA_DUAL_WARMUP,
+            dual_warmup=schedule["dual_warmup"],
             confidence=_GDA_CONFIDENCE,
             restart=_GDA_RESTART,
-            primal_average_from=_GDA_PRIMAL_AVERAGE_FROM,
+            primal_average_from=schedule["primal_average_from"],
             n_classes=n_classes if multinomial else None,
         )
         self._solution_ = result.coef
@@ -767,6 +837,7 @@ class MinimaxFairClassifier(
             "dual_step": float(dual_step),
             "momentum": _GDA_MOMENTUM,
             "noise_multiplier": z,
+            "noiseless_share": schedule["noiseless_share"],
         }
 
     def _set_fitted(self, labels, classes, priors, feature_norm, center, c0):
