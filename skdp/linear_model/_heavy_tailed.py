@@ -76,7 +76,7 @@ _ONEPASS_TAIL = 0.5
 
 #: ``max_iter="auto"`` (regression, ``known_lipschitz``): from ``n >=
 #: _LARGE_N`` on, 100 steps instead of 30 (same clip rule, scale 6); better or
-#: equal in 5 of 6 cells at n >= 1e4 of benchmarks/heavy_tailed_rule.py, worse
+#: equal in 5 of 6 cells at n >= 1e4 of benchmarks/heavy_tailed/rule.py, worse
 #: below (30 steps win at n = 1e3, n = 2000 and on diabetes). A larger clipped
 #: fraction (scale 60, the BilevelRidge gd rule) gains more on symmetric noise
 #: but is 13x worse under skewed noise (clipping biases the intercept), so
@@ -617,7 +617,7 @@ _COMMON_DOC = """
         chunk of ``localized``). Noise is calibrated to this number.
         ``"auto"`` (regression) is a public rule of ``n``: 100 steps with
         ``known_lipschitz`` and ``n >= 10_000``, else 30 (measured in
-        ``benchmarks/heavy_tailed_rule.py``).
+        ``benchmarks/heavy_tailed/rule.py``).
     step_size : float, default=None
         Full-batch step, in the units of the data (used as given, and no
         feature scale is released). Default:
@@ -845,7 +845,7 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
 
     # Regression targets come in natural units (e.g. in the hundreds): at
     # small n, half the budget on the scales beats assuming |y| <= 3
-    # (diabetes row of benchmarks/heavy_tailed_steps.py and _rule.py).
+    # (diabetes row of benchmarks/heavy_tailed/steps.py and rule.py).
     _small_n_share = 0.5
 
     def __sklearn_tags__(self):
@@ -931,7 +931,7 @@ class HeavyTailedLogisticRegression(
         binary model, whatever this is). ``"multinomial"``: one softmax model,
         per-sample gradients clipped per record, the default because it
         measured at least as accurate as one-vs-rest on digits, wine and the
-        synthetic task of ``benchmarks/multiclass.py`` (iris, about 110 training rows,
+        synthetic task of ``benchmarks/heavy_tailed/multiclass.py`` (iris, about 110 training rows,
         is the exception; ``benchmarks/results/multiclass.md``);
         ``solver="known_lipschitz"`` only (the other solvers assume a scalar
         link and raise). ``"ovr"``: one binary model per class, each paying
