@@ -86,7 +86,7 @@ def one_repetition(snr_name, n, seed, epsilon=1.0):
 
 def diabetes_repetition(rep, epsilon):
     X, y = load_diabetes(return_X_y=True)
-    bounds = (0.35, 350.0)  # as in bilevel_ridge.py
+    bounds = (0.35, 350.0)  # as in main.py
     rng = np.random.default_rng(500 + rep)
     perm = rng.permutation(len(y))
     cut = int(0.75 * len(y))
