@@ -5,7 +5,7 @@ many noisy releases (the noise of the other steps hides the canary). Each
 estimator is therefore audited in a configuration whose output is close to a
 single release (one solver step, public bounds), where a correct
 implementation at epsilon = 1 must not be flagged and the same estimator with
-its noise divided by 10 must be. The benchmark ``benchmarks/privacy_audit.py``
+its noise divided by 10 must be. The benchmark ``benchmarks/privacy/audit.py``
 runs thousands of fits, several epsilons and the /4 control.
 """
 

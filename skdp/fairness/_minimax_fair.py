@@ -51,7 +51,7 @@ from ._groups import encode_groups, inferred_group_labels, normalise_label
 
 __all__ = ["MinimaxFairClassifier"]
 
-# solver="gda" defaults (benchmarks/minimax_fair.py): steps, Nesterov
+# solver="gda" defaults (benchmarks/minimax_fair/main.py): steps, Nesterov
 # momentum, public cap on a record's loss in the risk estimates, share of the
 # loss block in the stacked release (lam * B = _GDA_LOSS_SHARE * C).
 _GDA_MAX_ITER = 100
@@ -346,7 +346,7 @@ class MinimaxFairClassifier(
     - The step rule (and NISPP's ``lambda``) uses public constants only;
       the default ``step_scale``, ``dual_scale``, ``batch_size``, ``max_iter``
       and solver were chosen by measurement on synthetic data and Adult
-      (``benchmarks/minimax_fair.py``), never on the data being fitted.
+      (``benchmarks/minimax_fair/main.py``), never on the data being fitted.
     - Every solver: the estimates take ``estimation_share`` of the
       Gaussian-DP budget ``mu**2`` (:class:`skdp.privacy.Budget`); the
       noisy histogram and the mean are Gaussian releases at their share, the
@@ -702,7 +702,7 @@ class MinimaxFairClassifier(
             dual_scale=dual_scale,
         )
         # Step rule: Theorem 2's optimal NSEG step with two measured changes
-        # (benchmarks/minimax_fair.py): the typical operator size of a
+        # (benchmarks/minimax_fair/main.py): the typical operator size of a
         # unit-weight record instead of the worst case M, and the noise counted
         # at twice its standard deviation. NISPP uses lambda = 1 / step. The
         # rule is public and affects utility only, never privacy.

@@ -255,7 +255,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         ``"output_perturbation"`` and ``"loc_gd"`` are **deprecated** (a
         ``FutureWarning`` at fit gives the measured reason). They are there
         for comparison with the paper and are **not** recommended: in
-        ``benchmarks/bilevel_ridge.py`` (n = 1e4, d = 20) their mean excess
+        ``benchmarks/bilevel_ridge/main.py`` (n = 1e4, d = 20) their mean excess
         risk is 79 to 38,000 times the sufficient statistics', because each
         of their many releases gets a small share of the budget and the
         output-perturbation sensitivity grows like ``1 / omega**2``

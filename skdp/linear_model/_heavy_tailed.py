@@ -80,7 +80,7 @@ _ONEPASS_TAIL = 0.5
 
 #: ``max_iter="auto"`` (regression, ``known_lipschitz``): from ``n >=
 #: _LARGE_N`` on, 100 steps instead of 30; worse below (30 steps win at
-#: n = 1e3, n = 2000 and on diabetes in benchmarks/heavy_tailed_rule.py).
+#: n = 1e3, n = 2000 and on diabetes in benchmarks/heavy_tailed/rule.py).
 #: Public constants.
 _DEFAULT_STEPS = 30
 #: Linear and binary fits whose scale counts are estimable but noisier than
@@ -94,7 +94,7 @@ _MARGIN_SHARE = 0.5
 #: intercept, which clipping biases under skewed noise, is corrected by a
 #: private mean residual on _INTERCEPT_SHARE of ``mu**2``
 #: (:mod:`skdp.solvers.heavy_tailed.intercept`). Measured in
-#: benchmarks/heavy_tailed_rule.py.
+#: benchmarks/heavy_tailed/rule.py.
 _LARGE_N_CLIPPED = 0.3
 #: ... and Algorithm 4 drops at most 0.3% of the rows (1% below): with 30%
 #: of the gradients clipped, the high-norm rows that truncation drops are
@@ -103,7 +103,7 @@ _LARGE_N_TRUNC = 0.003
 #: Multinomial: when the noise asks for more than the largest clipped
 #: fraction (0.7), no private clip search; the clip is fixed near the
 #: gradient scale (multinomial.NO_SEARCH_OCTAVES) with the 1 / L step.
-#: Measured in benchmarks/multiclass.py (digits).
+#: Measured in benchmarks/heavy_tailed/multiclass.py (digits).
 _MULTINOMIAL_SEARCH_AT_CAP = False
 _INTERCEPT_SHARE = 0.04
 #: Public floor of the private feature scale (linear and binary fits):
@@ -699,7 +699,7 @@ _COMMON_DOC = """
         truncated (1% otherwise) and (squared loss, intercept, no
         ``radius`` or ``G_k``) a private intercept correction on 4% of the
         budget (a clipped mean residual); else 30 steps (measured in
-        ``benchmarks/heavy_tailed_rule.py``).
+        ``benchmarks/heavy_tailed/rule.py``).
     step_size : float, default=None
         Full-batch step, in the units of the data (used as given, and no
         feature scale is released). Default:
@@ -927,7 +927,7 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
 
     # Regression targets come in natural units (e.g. in the hundreds): at
     # small n, half the budget on the scales beats assuming |y| <= 3
-    # (diabetes row of benchmarks/heavy_tailed_steps.py and _rule.py).
+    # (diabetes row of benchmarks/heavy_tailed/steps.py and rule.py).
     _small_n_share = 0.5
     _large_n_target = QuantileTarget(min_fraction=_LARGE_N_CLIPPED)
     _large_n_trunc = _LARGE_N_TRUNC
@@ -1033,7 +1033,7 @@ class HeavyTailedLogisticRegression(
         binary model, whatever this is). ``"multinomial"``: one softmax model,
         per-sample gradients clipped per record, the default because it
         measured at least as accurate as one-vs-rest on digits, wine and the
-        synthetic task of ``benchmarks/multiclass.py`` (iris, about 110 training rows,
+        synthetic task of ``benchmarks/heavy_tailed/multiclass.py`` (iris, about 110 training rows,
         is the exception; ``benchmarks/results/multiclass.md``);
         ``solver="known_lipschitz"`` only (the other solvers assume a scalar
         link and raise). ``"ovr"``: one binary model per class, each paying

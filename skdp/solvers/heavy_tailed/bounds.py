@@ -16,7 +16,7 @@ count with replace-one sensitivity 1:
   (:func:`default_scales`).
 - :func:`tail_fraction` is the public rule that picks the clipped fraction of
   per-sample gradients from the noise level (measured on synthetic data, see
-  ``benchmarks/heavy_tailed.py``); :func:`quantile_reliable` is the public
+  ``benchmarks/heavy_tailed/main.py``); :func:`quantile_reliable` is the public
   rule that skips a clip search whose count noise would swamp the counts.
 """
 

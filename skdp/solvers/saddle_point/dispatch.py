@@ -101,7 +101,7 @@ def default_max_iter(solver, n_samples):
 
     The paper runs ``T = n^2`` NSEG steps or ``K = n`` NISPP subproblems;
     skdp caps them at 1000 (chosen by measurement, see
-    ``benchmarks/minimax_fair.py``) and calibrates the noise to the
+    ``benchmarks/minimax_fair/main.py``) and calibrates the noise to the
     iterations actually run.
 
     Parameters

@@ -101,7 +101,7 @@ MAX_PENALTY = 1e3
 #: Clipped fraction of per-sample gradients,
 #: ``p = min(0.7, 60 z sqrt(d) / n)``: ten times the heavy-tailed estimators'
 #: constant (6), i.e. more clipping. Measured with 100 steps at epsilon = 1
-#: (3 seeds, ``benchmarks/bilevel_ridge_vs_baselines.py`` tasks): excess risk
+#: (3 seeds, ``benchmarks/bilevel_ridge/vs_baselines.py`` tasks): excess risk
 #: 0.55x at n = 1e5, d = 20, Student-t(3); 0.92x Gaussian, n = 1e5; 0.62x
 #: Gaussian high SNR, n = 1e4; 0.69x Student-t(3), n = 2000; unchanged at
 #: n = 1e3 (both at the 0.7 cap).

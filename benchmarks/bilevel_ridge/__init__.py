@@ -1,0 +1,1 @@
+"""Benchmarks: bilevel ridge (``python -m benchmarks.bilevel_ridge.<script>``)."""

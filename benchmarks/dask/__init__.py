@@ -1,0 +1,1 @@
+"""Benchmarks: dask (``python -m benchmarks.dask.<script>``)."""

@@ -1,0 +1,1 @@
+"""Benchmarks: heavy tailed (``python -m benchmarks.heavy_tailed.<script>``)."""

@@ -1,0 +1,1 @@
+"""Benchmarks: minimax fair (``python -m benchmarks.minimax_fair.<script>``)."""

@@ -1,0 +1,1 @@
+"""Benchmarks: model selection (``python -m benchmarks.model_selection.<script>``)."""

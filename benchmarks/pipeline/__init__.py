@@ -1,0 +1,1 @@
+"""Benchmarks: pipeline (``python -m benchmarks.pipeline.<script>``)."""

@@ -1,0 +1,1 @@
+"""Benchmarks: privacy (``python -m benchmarks.privacy.<script>``)."""

@@ -1,0 +1,1 @@
+"""Benchmarks: sparse input (``python -m benchmarks.sparse.main``)."""
