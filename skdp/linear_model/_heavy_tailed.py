@@ -600,7 +600,10 @@ def _gd_info(res):
 def _correct_intercept(X, y, w, info, plan, rng):
     """Move the intercept (last entry of ``w``) by the private mean residual."""
     with np.errstate(all="ignore"):
-        residuals = y - np.asarray(X @ w[:-1]).ravel() - w[-1]
+        fitted = X @ w[:-1]  # dask: lazy, per chunk on the workers
+        if not is_dask_collection(fitted):
+            fitted = np.asarray(fitted).ravel()
+        residuals = y - fitted - w[-1]
     shift, bound = intercept_shift(residuals, plan, rng)
     w = np.array(w, dtype=float, copy=True)
     w[-1] += shift

@@ -23,6 +23,7 @@ __all__ = [
     "bisection_counter",
     "clipped_statistics",
     "design_on_workers",
+    "floored_design_on_workers",
     "gradient_sum_on_workers",
     "is_dask_collection",
     "lazy_decision",
@@ -624,3 +625,28 @@ def design_on_workers(
     full = norms.map_blocks(_hypot, value, dtype=np.float64)
     Xd, full = persist_records(Xd, full)
     return Design(Xd, full, s, value)
+
+
+def floored_design_on_workers(features, scale):
+    """:func:`~skdp.solvers.heavy_tailed.units.floored_design` for dask rows.
+
+    The intercept column takes the (released) floored scale and the row
+    norms follow, chunk by chunk on the workers: no row reaches the driver.
+
+    Parameters
+    ----------
+    features : dask.array.Array of shape (n, d)
+        The design without its intercept column.
+    scale : float
+
+    Returns
+    -------
+    Design
+    """
+    from .heavy_tailed.units import Design
+
+    scale = float(scale)
+    Xd = map_rows(_with_constant, features, scale, width=features.shape[1] + 1)
+    full = record_norms(features).map_blocks(_hypot, scale, dtype=np.float64)
+    Xd, full = persist_records(Xd, full)
+    return Design(Xd, full, scale, scale)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...privacy import ComposedDpEvent, gaussian_noise, gaussian_steps
+from .._distributed import as_float_records, is_dask_collection
 from .bounds import RANGE_STEPS, noisy_log_quantile
 from .common import noise_std, split_gdp
 
@@ -116,9 +117,20 @@ def clipped_residual_sum(residuals, bound):
     >>> clipped_residual_sum(np.array([-5.0, 0.5, 9.0]), 1.0)
     0.5
     """
+    r = as_float_records(residuals)
+    if is_dask_collection(r):  # clipped per chunk on the workers, one sum back
+        return float(r.map_blocks(_clipped, float(bound), dtype=float).sum().compute())
+    return float(np.sum(_clipped(r, float(bound))))
+
+
+def _clipped(r, bound):
     with np.errstate(all="ignore"):
-        r = np.nan_to_num(np.asarray(residuals, dtype=float), nan=0.0)
-        return float(np.sum(np.clip(r, -float(bound), float(bound))))
+        return np.clip(np.nan_to_num(r, nan=0.0), -bound, bound)
+
+
+def _abs_finite(r):
+    with np.errstate(all="ignore"):
+        return np.nan_to_num(np.abs(r), nan=0.0, posinf=np.finfo(float).max)
 
 
 def intercept_shift(residuals, plan, rng):
@@ -146,10 +158,13 @@ def intercept_shift(residuals, plan, rng):
     >>> bool(abs(shift - r.mean()) < 1e-12), round(shift, 1)  # no noise: the mean
     (True, 0.3)
     """
-    r = np.asarray(residuals, dtype=float)
+    r = as_float_records(residuals)  # dask: stays on the workers
     n = r.size
-    with np.errstate(all="ignore"):
-        absr = np.nan_to_num(np.abs(r), nan=0.0, posinf=np.finfo(float).max)
+    absr = (
+        r.map_blocks(_abs_finite, dtype=float)
+        if is_dask_collection(r)
+        else _abs_finite(r)
+    )
     if plan.z_count == 0:
         bound = noisy_log_quantile(absr, 1.0, 0.0, rng)
     else:

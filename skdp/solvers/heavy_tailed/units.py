@@ -43,7 +43,12 @@ from scipy.stats import chi2
 from ...utils import safe_row_norms
 from ...utils._sparse import append_constant_column, as_float_rows, is_sparse, row_nnz
 from ...utils._sparse import row_norms as sparse_row_norms
-from .._distributed import as_float_records, design_on_workers, is_dask_collection
+from .._distributed import (
+    as_float_records,
+    design_on_workers,
+    floored_design_on_workers,
+    is_dask_collection,
+)
 from .bounds import LOG2_RANGE, RANGE_STEPS, bisect_counts
 
 __all__ = [
@@ -328,6 +333,8 @@ def floored_design(design, scale, d):
         # no intercept, or a public constant column: only the units change
         return Design(design.X, design.row_norms, scale, design.intercept_value)
     features = design.X[:, :d]
+    if is_dask_collection(features):  # per chunk, kept on the workers
+        return floored_design_on_workers(features, scale)
     with np.errstate(all="ignore"):
         norms = np.hypot(sparse_row_norms(features), scale)
     return Design(append_constant_column(features, scale), norms, scale, scale)
