@@ -896,6 +896,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 if self.feature_norm is None or self.target_bound is None
                 else 0.0
             ),
+            constant_share="auto",
         )
         if plan.fit.default_scales and (
             self.feature_norm is None or self.target_bound is None

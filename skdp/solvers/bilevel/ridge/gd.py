@@ -26,6 +26,17 @@ minimizes ``D_k + margin * std_k`` (``D_K = 0``, ``std_k`` the public noise
 level of ``D_k``): the least penalized one unless another is clearly
 better.
 
+Constant-model check (optional, one more release before the intercept's):
+where the gradient noise swamps the signal, the unpenalized first stage is
+mostly noise and the plug-in rule's noise estimate (which assumes the
+planned curvature) understates it, so the returned model can be far worse
+than the constant one. With ``z_constant`` finite, the loss difference of the
+returned model and the constant model with the same intercept is released
+by :func:`loss_differences` (two candidates: L2 sensitivity 2,
+``GaussianDpEvent(z_constant)``) and the constant model is returned unless
+the fitted one is better by :data:`CONSTANT_MARGIN` standard deviations of
+that noise. Its intercept is then the released residual mean below.
+
 Intercept (one more release, last): the clipped gradient steps estimate a
 robust location (a median under heavy clipping), which is not the mean when
 the noise is skewed. With ``fit_intercept`` the returned model's intercept is
@@ -63,6 +74,9 @@ from ...heavy_tailed.known_lipschitz import (
 
 __all__ = [
     "CLIP_TARGET",
+    "CONSTANT_CHECK_RATIO",
+    "CONSTANT_MARGIN",
+    "CONSTANT_SHARE",
     "DEBIAS_THRESHOLD",
     "INTERCEPT_SHARE",
     "DEFAULT_PENALTIES",
@@ -75,6 +89,10 @@ __all__ = [
     "loss_differences",
     "select_candidate",
     "soft_threshold",
+    "check_residual_clip",
+    "constant_check",
+    "intercept_shrinkage",
+    "gradient_noise_ratio",
     "plan_ridge_gd",
     "plugin_penalty",
     "residual_clip",
@@ -119,6 +137,18 @@ INTERCEPT_SHARE = 0.05
 #: standard deviations of its noise: on symmetric noise the correction is
 #: noise and mostly dropped; on skewed noise it is kept.
 DEBIAS_THRESHOLD = 1.0
+#: Share of ``mu**2`` of the constant-model check (see the module docstring),
+#: where :func:`gradient_noise_ratio` exceeds :data:`CONSTANT_CHECK_RATIO`.
+CONSTANT_SHARE = 0.05
+#: Public switch of the constant-model check: the planned per-step gradient
+#: noise norm relative to the clip level above which it is run.
+CONSTANT_CHECK_RATIO = 0.2
+#: Mid-point residual clip of the check, in residual scales
+#: (:func:`check_residual_clip`).
+CHECK_RESID_CLIP = 3.0
+#: Standard deviations of the check's noise by which the fitted model must
+#: beat the constant one (0: the smaller released loss).
+CONSTANT_MARGIN = 0.0
 #: Floor of the plug-in rule's signal estimate, a fraction of ``||w||**2``.
 SIGNAL_FLOOR = 0.1
 #: Options of :func:`plugin_penalty` used by :func:`ridge_gd` (round 3):
@@ -192,6 +222,9 @@ class RidgeGDPlan:
     z_intercept : float
         Multiplier of the final intercept release (:func:`residual_mean`,
         L2 sensitivity 2 in units of its clip); ``inf``: none.
+    z_constant : float
+        Multiplier of the constant-model check (:func:`constant_check`, L2
+        sensitivity 2); ``inf``: none.
     """
 
     fit: KnownLipschitzPlan
@@ -201,15 +234,23 @@ class RidgeGDPlan:
     fit_intercept: bool = True
     tuning: str = "path"
     z_intercept: float = math.inf
+    z_constant: float = math.inf
 
     @property
     def event(self):
         events = [self.fit.event]
         if not (len(self.penalties) == 1 or self.tuning == "risk_estimate"):
             events.append(GaussianDpEvent(self.z_select))
+        if self.check_constant:
+            events.append(GaussianDpEvent(self.z_constant))
         if self.debias:
             events.append(GaussianDpEvent(self.z_intercept))
         return events[0] if len(events) == 1 else ComposedDpEvent(events)
+
+    @property
+    def check_constant(self):
+        """Whether the constant-model check runs (:func:`constant_check`)."""
+        return not math.isinf(self.z_constant)
 
     @property
     def debias(self):
@@ -231,6 +272,7 @@ def plan_ridge_gd(
     clip_target=CLIP_TARGET,
     small_n_share=0.0,
     intercept_share=INTERCEPT_SHARE,
+    constant_share=0.0,
 ):
     """Split a GDP budget ``mu`` between the path and its selection.
 
@@ -262,6 +304,13 @@ def plan_ridge_gd(
     intercept_share : float, default=INTERCEPT_SHARE
         Share of ``mu**2`` for the final intercept release
         (:func:`residual_mean`; only with ``fit_intercept``); 0: none.
+    constant_share : float or "auto", default=0.0
+        Share of the rest of ``mu**2`` (after the intercept's) for the
+        constant-model check (:func:`constant_check`); 0: none. ``"auto"``:
+        :data:`CONSTANT_SHARE` with ``tuning="risk_estimate"`` where the
+        plan without the check has :func:`gradient_noise_ratio` above
+        :data:`CONSTANT_CHECK_RATIO`, else 0 (a public rule of ``n``, ``d``,
+        ``mu`` and the steps).
 
     Returns
     -------
@@ -274,6 +323,26 @@ def plan_ridge_gd(
     >>> round(gdp_mu_of(plan.event), 6), len(plan.stages)
     (0.2, 6)
     """
+    args = (mu, n, d)
+    kwargs = dict(
+        n_steps=n_steps,
+        penalties=penalties,
+        fit_intercept=fit_intercept,
+        select_share=select_share,
+        bound_share=bound_share,
+        tuning=tuning,
+        clip_target=clip_target,
+        small_n_share=small_n_share,
+        intercept_share=intercept_share,
+    )
+    if isinstance(constant_share, str):
+        if constant_share != "auto":
+            raise ValueError(f"constant_share={constant_share!r} is not supported.")
+        plain = plan_ridge_gd(*args, **kwargs)
+        ratio = gradient_noise_ratio(plain.fit.gd.z_grad, n, d + int(fit_intercept))
+        if tuning != "risk_estimate" or not ratio > CONSTANT_CHECK_RATIO:
+            return plain
+        return plan_ridge_gd(*args, **kwargs, constant_share=CONSTANT_SHARE)
     if tuning == "risk_estimate":
         penalties, select_share = (0.0, math.inf), 0.0
     penalties = tuple(float(p) for p in penalties)
@@ -288,6 +357,12 @@ def plan_ridge_gd(
     if intercept_share > 0 and fit_intercept:
         z_intercept, z_rest = split_gdp(
             mu, [(1, intercept_share), (1, 1.0 - intercept_share)]
+        )
+        mu = math.inf if z_rest == 0 else 1.0 / z_rest
+    z_constant = math.inf
+    if constant_share > 0:
+        z_constant, z_rest = split_gdp(
+            mu, [(1, constant_share), (1, 1.0 - constant_share)]
         )
         mu = math.inf if z_rest == 0 else 1.0 / z_rest
     mu_fit = mu
@@ -315,7 +390,14 @@ def plan_ridge_gd(
     else:
         stages = stage_lengths(n_steps, K)
     return RidgeGDPlan(
-        fit, penalties, stages, z_select, bool(fit_intercept), tuning, z_intercept
+        fit,
+        penalties,
+        stages,
+        z_select,
+        bool(fit_intercept),
+        tuning,
+        z_intercept,
+        z_constant,
     )
 
 
@@ -339,7 +421,10 @@ class RidgeGDResult:
         Each stage's coefficients, intercept last if fitted.
     info : dict
         ``clip_thresholds``, ``step_sizes``, ``feature_scale``,
-        ``truncation_threshold``, ``target_scale``.
+        ``truncation_threshold``, ``target_scale``; ``constant_model``
+        (whether the constant-model check returned the constant model),
+        ``constant_difference`` and ``constant_std`` (its release; NaN
+        without the check).
     """
 
     coef: np.ndarray
@@ -692,6 +777,156 @@ def loss_differences(X, y, candidates, scale, target_scale, z, rng, fit_intercep
     return diffs, stds
 
 
+def gradient_noise_ratio(z_grad, n, n_columns):
+    """Planned per-step gradient noise norm over the clip level (public).
+
+    ``2 z sqrt(D) / n``: the norm of the noise added to each mean clipped
+    gradient, in units of the clip level, for ``D`` columns.
+
+    Parameters
+    ----------
+    z_grad : float
+        Multiplier of the gradient releases.
+    n, n_columns : int
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(gradient_noise_ratio(50.0, 1000, 25), 3)
+    0.5
+    """
+    return 2.0 * float(z_grad) * math.sqrt(n_columns) / float(n)
+
+
+def constant_check(X, y, w, scale, resid_clip, z, rng, fit_intercept, margin):
+    """Privately compare a model with the constant model of the same intercept.
+
+    One release of :func:`loss_differences` with the candidates ``[w,
+    constant]`` (the constant model has zero coefficients and ``w``'s
+    intercept; L2 sensitivity 2, multiplier ``z``), the mid-point residuals
+    clipped to ``[-resid_clip, resid_clip]``. The constant model is
+    returned unless ``w``'s released in-sample loss is lower by ``margin``
+    standard deviations of the noise (post-processing).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+    w : ndarray
+        Coefficients, intercept last if fitted.
+    scale : float
+        Private feature scale.
+    resid_clip : float
+        Clip of the mid-point residuals (public or post-processing), e.g.
+        :func:`check_residual_clip`.
+    z : float
+        Noise multiplier (0: exact).
+    rng : numpy.random.Generator
+    fit_intercept : bool
+    margin : float
+
+    Returns
+    -------
+    w : ndarray
+        ``w`` or the constant model.
+    constant : bool
+        Whether the constant model was returned.
+    difference, std : float
+        Released loss of ``w`` minus the constant model's, and its noise
+        level.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(500, 2)); y = rng.normal(size=500)
+    >>> w = np.array([3.0, -3.0, 0.0])  # a bad model of pure noise
+    >>> out, constant, diff, std = constant_check(X, y, w, 1.0, 3.0, 0.0, rng,
+    ...                                           True, 0.0)
+    >>> constant, out.tolist()
+    (True, [0.0, 0.0, 0.0])
+    """
+    w = np.asarray(w, dtype=float)
+    const = np.zeros_like(w)
+    if fit_intercept:
+        const[-1] = w[-1]
+    diffs, stds = loss_differences(
+        X, y, [w, const], scale, resid_clip / _RESID_CLIP, z, rng, fit_intercept
+    )
+    diff, std = float(diffs[0]), float(stds[0])
+    constant = not diff + margin * std < 0
+    return (const if constant else w), constant, diff, std
+
+
+def check_residual_clip(coef, scale, residual_scale, target_scale):
+    """Residual clip of the constant-model check (post-processing).
+
+    :data:`CHECK_RESID_CLIP` times the scale of the mid-point residual
+    ``x coef / 2 - (y - intercept)``, ``sqrt((scale ||coef|| / 2)**2 +
+    residual_scale**2)``, with the residual scale read off a clip level
+    (:func:`residual_clip` with ``kappa=1``); twice the target scale when
+    that is not finite.
+
+    Parameters
+    ----------
+    coef : ndarray
+        Coefficients (no intercept).
+    scale : float
+        Feature scale.
+    residual_scale : float
+    target_scale : float
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_residual_clip(np.array([0.0, 8.0]), 1.0, 3.0, 10.0)
+    15.0
+    >>> check_residual_clip(np.zeros(2), 1.0, float("inf"), 10.0)
+    20.0
+    """
+    with np.errstate(all="ignore"):
+        half = 0.5 * float(scale) * float(np.linalg.norm(coef))
+        out = CHECK_RESID_CLIP * math.hypot(half, float(residual_scale))
+    if not (np.isfinite(out) and out > 0):
+        out = _RESID_CLIP * float(target_scale)
+    return out
+
+
+def intercept_shrinkage(value, noise_std):
+    """Shrink a released intercept toward 0 (public): ``b max(0, 1 - t**2 / b**2)``.
+
+    The positive-part James-Stein (garrote) factor of one coordinate of
+    noise standard deviation ``t``: an intercept within its noise of 0 is
+    set to 0 (post-processing).
+
+    Parameters
+    ----------
+    value, noise_std : float
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> intercept_shrinkage(2.0, 1.0), intercept_shrinkage(0.5, 1.0)
+    (1.5, 0.0)
+    >>> intercept_shrinkage(3.0, 0.0)
+    3.0
+    """
+    b, t = float(value), float(noise_std)
+    if not t > 0 or b == 0.0:
+        return b
+    return b * max(0.0, 1.0 - (t * t) / (b * b))
+
+
 def select_candidate(differences, stds, margin=SELECTION_MARGIN):
     """Index minimizing ``D_k + margin * std_k`` (post-processing).
 
@@ -810,6 +1045,24 @@ def ridge_gd(
         diffs = stds = np.zeros(1)
     k = select_candidate(diffs, stds, margin)
     w = candidates[k]
+    constant, check = False, (math.nan, math.nan)
+    n_cols = w.size
+    sigma = residual_clip(
+        float(res.clip_levels[-1]), s, n_cols, plan.fit.gd.clip_fraction, kappa=1.0
+    )
+    if plan.check_constant:
+        coef_k = w[:-1] if plan.fit_intercept else w
+        w, constant, *check = constant_check(
+            X,
+            y,
+            w,
+            s,
+            check_residual_clip(coef_k, s, sigma, res.extra["target_scale"]),
+            plan.z_constant,
+            rng,
+            plan.fit_intercept,
+            CONSTANT_MARGIN,
+        )
     if plan.debias:
         Q = residual_clip(
             float(res.clip_levels[-1]),
@@ -820,10 +1073,14 @@ def ridge_gd(
         if math.isinf(Q) and plan.z_intercept > 0:
             Q = 0.0  # no clip level to read a scale from: no correction
         w = w.copy()
-        w[-1] += soft_threshold(
-            residual_mean(X, y, w, Q, plan.z_intercept, rng),
-            DEBIAS_THRESHOLD * 2.0 * Q * plan.z_intercept / X.shape[0],
-        )
+        tau = 2.0 * Q * plan.z_intercept / X.shape[0]  # the release's noise
+        correction = residual_mean(X, y, w, Q, plan.z_intercept, rng)
+        if constant:
+            # the constant model's intercept is the released (clipped) mean,
+            # shrunk toward 0 when within its noise of it
+            w[-1] = intercept_shrinkage(w[-1] + correction, tau)
+        else:
+            w[-1] += soft_threshold(correction, DEBIAS_THRESHOLD * tau)
     coef, intercept = (w[:-1], float(w[-1])) if plan.fit_intercept else (w, 0.0)
     penalties = plan.penalties
     if plan.tuning == "risk_estimate":
@@ -835,6 +1092,9 @@ def ridge_gd(
         "feature_scale": s,
         "truncation_threshold": res.extra["truncation"],
         "target_scale": res.extra["target_scale"],
+        "constant_model": constant,
+        "constant_difference": check[0],
+        "constant_std": check[1],
     }
     return RidgeGDResult(
         coef, intercept, float(omegas[k]), k, omegas, diffs, candidates, info
