@@ -896,7 +896,12 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 if self.feature_norm is None or self.target_bound is None
                 else 0.0
             ),
-            constant_share="auto",
+            # The constant-model check (constant_share="auto") fixes the
+            # low-SNR blow-up at n = 1e3, eps = 0.5 (137 -> 2.0) but makes
+            # diabetes 1.45x HeavyTailedLinearRegression (was 0.98x):
+            # benchmarks/results/bilevel_ridge_vs_baselines_constant_check.md.
+            # Off by default until the plug-in noise estimate is fixed.
+            constant_share=0.0,
         )
         if plan.fit.default_scales and (
             self.feature_norm is None or self.target_bound is None
