@@ -599,3 +599,15 @@ def test_per_chunk_maps_are_silent_on_the_workers():
         for arr in lazy:
             arr.compute(scheduler="sync")
         record_sum(lambda b: np.sum(np.log(b), axis=0), (X,))
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_minimax_fair_predict_on_dask_is_lazy(client, classes):
+    kw = {} if classes == 2 else {"classes": [0, 1, 2]}
+    X, y, g = _fair_data(n=1000, classes=classes)
+    est = _fair(**kw).fit(X, y, sensitive_features=g)
+    Xd = da.from_array(X, chunks=(CHUNKS, -1))
+    for method in ("predict", "predict_proba", "decision_function"):
+        out = getattr(est, method)(Xd)
+        assert isinstance(out, da.Array)
+        np.testing.assert_allclose(out.compute(), getattr(est, method)(X), rtol=1e-12)

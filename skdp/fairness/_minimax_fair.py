@@ -26,7 +26,7 @@ from ..privacy import (
     private_quantile_event,
     private_row_mean,
 )
-from ..solvers._distributed import is_dask_collection
+from ..solvers._distributed import is_dask_collection, lazy_rows
 from ..solvers.heavy_tailed.multinomial import MULTINOMIAL_CURVATURE
 from ..solvers.saddle_point.dispatch import (
     calibrate_schedule,
@@ -818,6 +818,9 @@ class MinimaxFairClassifier(
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
+        if is_dask_collection(X):  # lazy, per chunk on the workers
+            k = self.coef_.shape[0]
+            return lazy_rows(self.decision_function, X, None if k == 1 else k)
         check_is_fitted(self)
         X = validate_data(
             self, X, reset=False, dtype=np.float64, accept_sparse=["csr", "csc"]

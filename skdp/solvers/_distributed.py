@@ -27,6 +27,7 @@ __all__ = [
     "gradient_sum_on_workers",
     "is_dask_collection",
     "lazy_decision",
+    "lazy_rows",
     "map_rows",
     "nan_to_zero",
     "persist_records",
@@ -315,6 +316,36 @@ def lazy_decision(X, coef, intercept):
     return X.map_blocks(
         silently, lambda b: b @ coef + intercept, drop_axis=1, dtype=np.float64
     )
+
+
+def lazy_rows(method, X, width=None, dtype=np.float64):
+    """Lazy ``method(X)`` of a fitted estimator on every chunk of rows.
+
+    Prediction is a per-row map of the released model: each worker runs the
+    estimator's numpy method on its chunk (as dask-ml does; no compute).
+
+    Parameters
+    ----------
+    method : callable
+        A fitted estimator's bound method (e.g. ``est.predict``).
+    X : dask array or DataFrame of shape (n, d)
+    width : int, optional
+        Columns of the output (``None``: one value per row).
+    dtype : dtype, default=float64
+
+    Returns
+    -------
+    dask.array.Array
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    est = method.__self__
+    check_is_fitted(est)
+    X, _ = as_dask_xy(X, n_features=getattr(est, "n_features_in_", None))
+    if width is None:
+        return X.map_blocks(silently, method, drop_axis=1, dtype=dtype)
+    chunks = (X.chunks[0], (int(width),))
+    return X.map_blocks(silently, method, chunks=chunks, dtype=dtype)
 
 
 # -- per-record quantities for the iterative solvers ---------------------------
