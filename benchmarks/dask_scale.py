@@ -24,11 +24,13 @@ the scheduler). skdp is imported on the
 workers before the timed part (as on a long-lived cluster). Both fits use the same
 ``random_state``; the models agree (max |coef difference| is reported).
 
-Usage (PYTHONPATH set to the repository)::
+Usage (PYTHONPATH set to the repository; run as a module: as a script,
+``benchmarks/`` is put first on ``sys.path`` and ``benchmarks/sparse.py``
+shadows the ``sparse`` package that ``dask.array`` imports)::
 
-    nice -n 10 python benchmarks/dask_scale.py            # 1e6, 3e6, 1e7
-    nice -n 10 python benchmarks/dask_scale.py --quick    # 1e5, 3e5
-    nice -n 10 python benchmarks/dask_scale.py --sizes 1e6 1e8 --numpy-max 1e7
+    nice -n 10 python -m benchmarks.dask_scale            # 1e6, 3e6, 1e7
+    nice -n 10 python -m benchmarks.dask_scale --quick    # 1e5, 3e5
+    nice -n 10 python -m benchmarks.dask_scale --sizes 1e6 1e8 --numpy-max 1e7
 
 Writes ``benchmarks/results/dask_scale.md`` (``dask_scale_quick.md`` with
 ``--quick``).
@@ -226,7 +228,7 @@ def _write(rows, args):
         f"d = {D}, chunk = {args.chunk} rows, epsilon = 1, "
         + ("public bounds; " if args.estimator == "bilevel" else "private scales; ")
         + f"machine: {os.cpu_count()} cores shared with other jobs (timings are "
-        "noisy). Command: `nice -n 10 python benchmarks/dask_scale.py "
+        "noisy). Command: `nice -n 10 python -m benchmarks.dask_scale "
         + " ".join(sys.argv[1:])
         + "`.",
         "",
