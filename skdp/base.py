@@ -24,7 +24,11 @@ from sklearn.base import _clone_parametrized
 from sklearn.utils._param_validation import Interval
 
 from .privacy import BudgetExceededError, PrivacyAccountant, certify_epsilon
-from .solvers._distributed import refuse_undistributed_dask
+from .solvers._distributed import (
+    is_dask_collection,
+    lazy_rows,
+    refuse_undistributed_dask,
+)
 from .utils._validation import check_generator, resolve_delta
 
 __all__ = ["PrivateClassifierMixin", "PrivateEstimatorMixin"]
@@ -252,6 +256,8 @@ class PrivateClassifierMixin:
         -------
         ndarray of shape (n_samples, n_classes)
         """
+        if is_dask_collection(X):  # lazy, per chunk
+            return lazy_rows(self.predict_proba, X, len(self.classes_))
         scores = self.decision_function(X)
         if scores.ndim == 1:
             p = expit(scores)
@@ -297,6 +303,8 @@ class PrivateClassifierMixin:
         -------
         ndarray of shape (n_samples,)
         """
+        if is_dask_collection(X):  # lazy, per chunk on the workers
+            return lazy_rows(self.predict, X, dtype=self.classes_.dtype)
         scores = self.decision_function(X)  # checks fitted first
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]

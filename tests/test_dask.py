@@ -411,3 +411,203 @@ def test_bilevel_ridge_gd_dask_matches_numpy(client, kw):
     est_np = _ridge(**params).fit(X, y)
     est_dk = _ridge(**params).fit(*_dask(X, y))
     _assert_same_model(est_np, est_dk)
+
+
+# -- MinimaxFairClassifier(solver="gda"): per-step stacked sums on the workers --
+
+
+def _fair_data(n=1600, classes=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    g = rng.integers(0, 2, n)
+    score = X[:, 0] + 0.7 * g + rng.normal(size=n)
+    y = np.digitize(score, [0.0] if classes == 2 else [-0.5, 0.8])
+    return X, y, g
+
+
+def _fair(**kw):
+    from skdp import MinimaxFairClassifier
+
+    params = dict(
+        solver="gda",
+        feature_norm=3.0,
+        classes=[0, 1],
+        groups=[0, 1],
+        epsilon=1.0,
+        delta=1e-6,
+        max_iter=12,
+        random_state=5,
+    )
+    params.update(kw)
+    return MinimaxFairClassifier(**params)
+
+
+def _fair_dask(X, y, g):
+    return (
+        da.from_array(X, chunks=(CHUNKS, -1)),
+        da.from_array(y, chunks=CHUNKS),
+        da.from_array(g, chunks=CHUNKS),
+    )
+
+
+@pytest.mark.parametrize(
+    "classes, kw",
+    [
+        (2, {}),  # priors estimated (noisy group counts summed over chunks)
+        (2, {"epsilon": np.inf, "fit_intercept": False}),
+        (3, {"classes": [0, 1, 2], "group_priors": [0.6, 0.4]}),  # multinomial
+    ],
+)
+def test_minimax_fair_gda_dask_matches_numpy(client, classes, kw):
+    X, y, g = _fair_data(classes=classes)
+    a = _fair(**kw).fit(X, y, sensitive_features=g)
+    Xd, yd, gd = _fair_dask(X, y, g)
+    b = _fair(**kw).fit(Xd, yd, sensitive_features=gd)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(a.intercept_, b.intercept_, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(a.group_weights_, b.group_weights_, rtol=1e-7)
+    np.testing.assert_allclose(a.group_priors_, b.group_priors_, rtol=1e-12)
+    assert a.privacy_spent_ == b.privacy_spent_
+    assert a.n_features_in_ == b.n_features_in_ == 3
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+
+
+def test_minimax_fair_shared_accountant_counts_dask_and_numpy_fits(client):
+    X, y, g = _fair_data()
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    _fair(accountant=acc, delta=None).fit(
+        *_fair_dask(X, y, g)[:2], sensitive_features=_fair_dask(X, y, g)[2]
+    )
+    assert len(acc.ledger) == 1
+    one = acc.spent_epsilon
+    _fair(accountant=acc, delta=None).fit(X, y, sensitive_features=g)
+    assert len(acc.ledger) == 2
+    assert acc.spent_epsilon > one * 1.2
+
+
+@pytest.mark.parametrize("n_classes", [None, 3])
+def test_gathered_stacked_statistic_moves_by_at_most_its_sensitivity(client, n_classes):
+    """Coupled run on dask input: one record replaced (new row, label and
+    group), the same coefficients and weights; the statistic summed over the
+    workers moves by at most ``stacked_sensitivity`` and nearly attains it."""
+    from skdp.solvers._distributed import record_sum
+    from skdp.solvers.saddle_point.gda import (
+        stacked_sensitivity,
+        stacked_statistic,
+        stacked_statistic_multinomial,
+    )
+
+    rng = np.random.default_rng(1)
+    n, p, m = 1500, 4, 2
+    X = rng.normal(size=(n, p))
+    g = (np.arange(n) % m).astype(np.intp)
+    a = np.array([0.5, 2.0])  # record weights q_g / pi_g
+    clip, loss_bound, lam = 1.0, 2.0, 0.7
+    coef = np.zeros(p) if n_classes is None else np.zeros((p, n_classes))
+    if n_classes is None:
+        y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+        func = stacked_statistic
+        # opposite clipped gradients a_g C of the heaviest group: 2 a_max C
+        attained = 0.9
+    else:
+        y = rng.integers(0, n_classes, n).astype(np.intp)
+        func = stacked_statistic_multinomial
+        # at W = 0 two labels' residuals are at 120 degrees: sqrt(3) a_max C
+        attained = 0.8
+    X[0], y[0], g[0] = 40.0, 1 if n_classes else 1.0, 1
+    X2, y2, g2 = X.copy(), y.copy(), g.copy()
+    y2[0] = 0 if n_classes else -1.0  # same row and group, another label
+
+    def released(X, y, g):
+        Xd = da.from_array(X, chunks=(CHUNKS, -1))
+        norms = da.from_array(np.linalg.norm(X, axis=1), chunks=CHUNKS)
+        return record_sum(
+            func,
+            (Xd, da.from_array(y, chunks=CHUNKS), da.from_array(g, chunks=CHUNKS)),
+            m,
+            coef,
+            a,
+            clip,
+            loss_bound,
+            lam,
+            chunked={"row_norms": norms},
+        )
+
+    s1, s2 = released(X, y, g), released(X2, y2, g2)
+    np.testing.assert_allclose(
+        s1, func(X, y, g, m, coef, a, clip, loss_bound, lam), rtol=1e-10
+    )
+    move = np.linalg.norm(s1 - s2)
+    bound = stacked_sensitivity(a, clip, lam * loss_bound)
+    assert move <= bound * (1 + 1e-12)
+    assert move >= attained * bound
+
+
+def test_minimax_fair_never_gathers_rows_on_the_driver(client, monkeypatch):
+    X, y, g = _fair_data(n=1000)
+    Xd, yd, gd = _fair_dask(X, y, g)
+
+    class Gathered(BaseException):
+        pass
+
+    def gather(self, *args, **kwargs):
+        raise Gathered("a dask input was converted to numpy on the driver")
+
+    monkeypatch.setattr(type(Xd), "__array__", gather)
+    with pytest.raises(Gathered):
+        np.asarray(Xd)
+    est = _fair().fit(Xd, yd, sensitive_features=gd)
+    assert np.all(np.isfinite(est.coef_))
+
+
+def test_minimax_fair_dask_refusals_before_spending(client):
+    X, y, g = _fair_data(n=1000)
+    Xd, yd, gd = _fair_dask(X, y, g)
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    for kw in ({"solver": "nseg"}, {"feature_norm": None}, {"center": True}):
+        with pytest.raises(TypeError, match="Distributed fits"):
+            _fair(accountant=acc, delta=None, **kw).fit(Xd, yd, sensitive_features=gd)
+    with pytest.raises(ValueError, match="classes"):
+        _fair(accountant=acc, delta=None, classes=None).fit(
+            Xd, yd, sensitive_features=gd
+        )
+    with pytest.raises(ValueError, match="groups"):
+        _fair(accountant=acc, delta=None, groups=None).fit(
+            Xd, yd, sensitive_features=gd
+        )
+    with pytest.raises(ValueError, match="declared classes"):
+        _fair(accountant=acc, delta=None).fit(Xd, yd + 5, sensitive_features=gd)
+    with pytest.raises(ValueError, match="group not in"):
+        _fair(accountant=acc, delta=None).fit(Xd, yd, sensitive_features=gd + 7)
+    assert acc.ledger == []
+
+
+def test_per_chunk_maps_are_silent_on_the_workers():
+    """The per-chunk functions run later, on a worker, outside the driver's
+    ``np.errstate``: they must silence floating point themselves."""
+    from skdp.solvers._distributed import map_rows, record_sum
+
+    X = da.from_array(np.array([[0.0, 1e308], [1.0, -1.0]]), chunks=(1, -1))
+    lazy = [
+        map_rows(np.log, X),  # divide by zero
+        map_rows(lambda b: b * 10.0, X),  # overflow
+        map_rows(lambda b: b - b * np.inf, X),  # invalid
+    ]
+    with np.errstate(all="raise"):
+        with pytest.raises(FloatingPointError):
+            np.log(np.zeros(1))  # the guard is active
+        for arr in lazy:
+            arr.compute(scheduler="sync")
+        record_sum(lambda b: np.sum(np.log(b), axis=0), (X,))
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_minimax_fair_predict_on_dask_is_lazy(client, classes):
+    kw = {} if classes == 2 else {"classes": [0, 1, 2]}
+    X, y, g = _fair_data(n=1000, classes=classes)
+    est = _fair(**kw).fit(X, y, sensitive_features=g)
+    Xd = da.from_array(X, chunks=(CHUNKS, -1))
+    for method in ("predict", "predict_proba", "decision_function"):
+        out = getattr(est, method)(Xd)
+        assert isinstance(out, da.Array)
+        np.testing.assert_allclose(out.compute(), getattr(est, method)(X), rtol=1e-12)

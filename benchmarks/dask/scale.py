@@ -24,7 +24,7 @@ the scheduler). skdp is imported on the
 workers before the timed part (as on a long-lived cluster). Both fits use the same
 ``random_state``; the models agree (max |coef difference| is reported).
 
-Usage (PYTHONPATH set to the repository)::
+Usage (PYTHONPATH set to the repository, from its root)::
 
     nice -n 10 python -m benchmarks.dask.scale            # 1e6, 3e6, 1e7
     nice -n 10 python -m benchmarks.dask.scale --quick    # 1e5, 3e5

@@ -26,6 +26,7 @@ from ..privacy import (
     private_quantile_event,
     private_row_mean,
 )
+from ..solvers._distributed import is_dask_collection, lazy_rows
 from ..solvers.heavy_tailed.multinomial import MULTINOMIAL_CURVATURE
 from ..solvers.saddle_point.dispatch import (
     calibrate_schedule,
@@ -47,6 +48,7 @@ from ..utils._sparse import (
     reject_sparse,
     row_norms,
 )
+from ._dask_fit import fit_minimax_on_dask
 from ._groups import encode_groups, inferred_group_labels, normalise_label
 
 __all__ = ["MinimaxFairClassifier"]
@@ -576,6 +578,8 @@ class MinimaxFairClassifier(
                 "center=True needs fit_intercept=True: the offset removed from the "
                 "features moves into the intercept."
             )
+        if is_dask_collection(X):  # sums on the workers (skdp/fairness/_dask_fit)
+            return fit_minimax_on_dask(self, X, y, sensitive_features)
         X, y = validate_data(
             self, X, y, dtype=np.float64, y_numeric=False, accept_sparse=["csr", "csc"]
         )
@@ -885,6 +889,9 @@ class MinimaxFairClassifier(
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
+        if is_dask_collection(X):  # lazy, per chunk on the workers
+            k = self.coef_.shape[0]
+            return lazy_rows(self.decision_function, X, None if k == 1 else k)
         check_is_fitted(self)
         X = validate_data(
             self, X, reset=False, dtype=np.float64, accept_sparse=["csr", "csc"]

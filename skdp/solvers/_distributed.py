@@ -20,6 +20,7 @@ __all__ = [
     "DISTRIBUTED_FITS",
     "as_dask_xy",
     "as_float_records",
+    "as_records",
     "bisection_counter",
     "clipped_statistics",
     "design_on_workers",
@@ -27,10 +28,12 @@ __all__ = [
     "gradient_sum_on_workers",
     "is_dask_collection",
     "lazy_decision",
+    "lazy_rows",
     "map_rows",
     "nan_to_zero",
     "persist_records",
     "record_norms",
+    "record_sum",
     "refuse_undistributed_dask",
     "reject_dask",
 ]
@@ -41,7 +44,9 @@ DISTRIBUTED_FITS = (
     'feature_norm and target_bound, or inner_solver="gd"; '
     "HeavyTailedLinearRegression and binary "
     'HeavyTailedLogisticRegression (declared classes) with solver="known_lipschitz" '
-    "and center=False"
+    "and center=False; "
+    'MinimaxFairClassifier(solver="gda") with public feature_norm, declared '
+    "classes and declared groups, center=False"
 )
 
 
@@ -93,7 +98,12 @@ def reject_dask(X, what):
 #: Estimators whose ``fit`` handles dask input itself (a distributed fit for
 #: the configurations of :data:`DISTRIBUTED_FITS`, a clear error otherwise).
 DASK_ESTIMATORS = frozenset(
-    {"BilevelRidge", "HeavyTailedLinearRegression", "HeavyTailedLogisticRegression"}
+    {
+        "BilevelRidge",
+        "HeavyTailedLinearRegression",
+        "HeavyTailedLogisticRegression",
+        "MinimaxFairClassifier",
+    }
 )
 
 
@@ -304,7 +314,39 @@ def lazy_decision(X, coef, intercept):
     dask.array.Array of shape (n,)
     """
     coef = np.asarray(coef, dtype=float)
-    return X.map_blocks(lambda b: b @ coef + intercept, drop_axis=1, dtype=np.float64)
+    return X.map_blocks(
+        silently, lambda b: b @ coef + intercept, drop_axis=1, dtype=np.float64
+    )
+
+
+def lazy_rows(method, X, width=None, dtype=np.float64):
+    """Lazy ``method(X)`` of a fitted estimator on every chunk of rows.
+
+    Prediction is a per-row map of the released model: each worker runs the
+    estimator's numpy method on its chunk (as dask-ml does; no compute).
+
+    Parameters
+    ----------
+    method : callable
+        A fitted estimator's bound method (e.g. ``est.predict``).
+    X : dask array or DataFrame of shape (n, d)
+    width : int, optional
+        Columns of the output (``None``: one value per row).
+    dtype : dtype, default=float64
+
+    Returns
+    -------
+    dask.array.Array
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    est = method.__self__
+    check_is_fitted(est)
+    X, _ = as_dask_xy(X, n_features=getattr(est, "n_features_in_", None))
+    if width is None:
+        return X.map_blocks(silently, method, drop_axis=1, dtype=dtype)
+    chunks = (X.chunks[0], (int(width),))
+    return X.map_blocks(silently, method, chunks=chunks, dtype=dtype)
 
 
 # -- per-record quantities for the iterative solvers ---------------------------
@@ -342,6 +384,91 @@ def as_float_records(values, contiguous=False):
     if contiguous:
         return np.ascontiguousarray(values, dtype=np.float64)
     return np.asarray(values, dtype=np.float64)
+
+
+def as_records(values, dtype):
+    """``np.asarray(values, dtype)`` for numpy input; dask input stays lazy.
+
+    Parameters
+    ----------
+    values : array-like or dask array
+    dtype : dtype
+
+    Returns
+    -------
+    ndarray or dask.array.Array
+
+    Examples
+    --------
+    >>> as_records([1.0, 2.0], int)
+    array([1, 2])
+    """
+    if is_dask_collection(values):
+        return _to_array(values).astype(dtype)
+    return np.asarray(values, dtype=dtype)
+
+
+def _record_sum_block(func, blocks, args, kwargs, names):
+    kwargs = dict(kwargs, **dict(zip(names, blocks[len(blocks) - len(names) :])))
+    with np.errstate(all="ignore"):
+        return func(*blocks[: len(blocks) - len(names)], *args, **kwargs)
+
+
+def record_sum(func, records, *args, chunked=None, **kwargs):
+    """``func(*records, *args, **kwargs)``, a sum over records, per dask chunk.
+
+    ``func`` must return a sum over the rows of ``records`` of per-record
+    quantities (e.g. a clipped gradient sum stacked with per-group clipped
+    loss sums). numpy input: one call (the numpy path, bit for bit). dask
+    input: the same function runs on every chunk of rows on its worker
+    (clipping happens there) and only the per-chunk results are gathered
+    and added on the driver in chunk order: the numpy result up to the order
+    of the additions, with the same sensitivity.
+
+    Parameters
+    ----------
+    func : callable
+    records : tuple of ndarray or dask.array.Array
+        Per-record inputs (first axis ``n``), passed first and positionally.
+    *args
+        Public arguments, passed unchanged to every chunk.
+    chunked : dict, optional
+        Further per-record inputs passed by keyword (e.g. ``row_norms``).
+    **kwargs
+        Public keyword arguments.
+
+    Returns
+    -------
+    ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> record_sum(np.sum, (np.arange(4.0),))
+    np.float64(6.0)
+    """
+    chunked = dict(chunked or {})
+    if not is_dask_collection(records[0]):
+        return func(*records, *args, **kwargs, **chunked)
+    import dask
+    from dask import delayed
+
+    names = list(chunked)
+    arrays = list(records) + [chunked[k] for k in names]
+    rows = arrays[0].chunks[0]
+    pieces = []
+    for a in arrays:
+        a = _to_array(a)
+        a = a.rechunk((rows,) + ((-1,) * (a.ndim - 1)))
+        pieces.append(a.to_delayed().reshape(len(rows)))
+    block = delayed(_record_sum_block, pure=True)
+    parts = dask.compute(
+        *[block(func, list(bs), args, kwargs, names) for bs in zip(*pieces)]
+    )
+    out = np.array(parts[0], dtype=np.float64, copy=True)
+    for p in parts[1:]:
+        out += p
+    return out
 
 
 def persist_records(*arrays):
@@ -388,7 +515,8 @@ def _bisection_midpoints(lo, hi, steps):
 def _counts_below(values, mids):
     # #{v <= mids[j]} for every j: v <= mids[j] iff searchsorted(left) <= j;
     # nan sorts last and is never counted, as with ``values <= mid``
-    idx = np.searchsorted(mids, np.asarray(values, dtype=np.float64), side="left")
+    with np.errstate(all="ignore"):
+        idx = np.searchsorted(mids, np.asarray(values, dtype=np.float64), side="left")
     return np.cumsum(np.bincount(idx, minlength=mids.size + 1)[: mids.size])
 
 
@@ -460,8 +588,39 @@ def nan_to_zero(values):
     array([0., 1.])
     """
     if is_dask_collection(values):
-        return values.map_blocks(np.nan_to_num, nan=0.0, dtype=np.float64)
+        return values.map_blocks(silently, np.nan_to_num, nan=0.0, dtype=np.float64)
     return np.nan_to_num(values, nan=0.0)
+
+
+def silently(block, func, *args, **kwargs):
+    """``func(block, *args, **kwargs)`` under ``np.errstate(all="ignore")``.
+
+    The per-chunk functions mapped over dask rows run on the workers, later,
+    where the driver's ``np.errstate`` does not apply; every map of this
+    module goes through this wrapper so that floating point on private rows
+    stays silent there too (no NumPy warning in a worker's log).
+
+    Parameters
+    ----------
+    block : ndarray
+        One chunk of rows.
+    func : callable
+    *args, **kwargs
+        Passed to ``func``.
+
+    Returns
+    -------
+    object
+        ``func``'s result.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> silently(np.array([0.0]), np.log)
+    array([-inf])
+    """
+    with np.errstate(all="ignore"):
+        return func(block, *args, **kwargs)
 
 
 def map_rows(func, X, *args, width=None):
@@ -492,9 +651,9 @@ def map_rows(func, X, *args, width=None):
     if not is_dask_collection(X):
         return func(X, *args)
     if width == 0:
-        return X.map_blocks(func, *args, drop_axis=1, dtype=np.float64)
+        return X.map_blocks(silently, func, *args, drop_axis=1, dtype=np.float64)
     chunks = None if width is None else (X.chunks[0], (int(width),))
-    return X.map_blocks(func, *args, chunks=chunks, dtype=np.float64)
+    return X.map_blocks(silently, func, *args, chunks=chunks, dtype=np.float64)
 
 
 def _silent_row_norms(X):
@@ -533,7 +692,8 @@ def _gradient_block(Xb, yb, w, inv_b, clip, loss):
 
     Xb = np.ascontiguousarray(Xb, dtype=np.float64)
     yb = np.ascontiguousarray(yb, dtype=np.float64)
-    return clipped_gradient_sum(Xb, yb, w, np.asarray(inv_b, float), clip, loss)
+    with np.errstate(all="ignore"):
+        return clipped_gradient_sum(Xb, yb, w, np.asarray(inv_b, float), clip, loss)
 
 
 def gradient_sum_on_workers(X, y, w, inv_norms, clip, loss):

@@ -62,6 +62,7 @@ from ...utils._sparse import (
     rmatvec,
 )
 from ...utils._sparse import row_norms as sparse_row_norms
+from .._distributed import as_records, map_rows, record_sum
 from ..heavy_tailed.multinomial import softmax_residuals
 from ..projections import Ball
 
@@ -366,40 +367,40 @@ def group_dro_gda(
     -------
     GDAResult
     """
-    X = as_float_rows(X) if is_sparse(X) else np.asarray(X, dtype=float)
-    groups = np.asarray(groups, dtype=np.intp)
+    X = as_float_rows(X) if is_sparse(X) else as_records(X, float)  # dask: lazy
+    groups = as_records(groups, np.intp)
     priors = np.asarray(priors, dtype=float)
     n, p = X.shape
     m = priors.size
     with np.errstate(all="ignore"):
-        row_norms = plain_row_norms(X)
+        row_norms = map_rows(plain_row_norms, X, width=0)  # per chunk on dask
     z = float(noise_multiplier)
     lam = float(loss_factor)
     if n_classes is None:
-        y = np.asarray(y, dtype=float)
+        y = as_records(y, float)
         shape = (p,)
 
         def statistic(v, a):
-            return stacked_statistic(
-                X, y, groups, m, v, a, clip, loss_bound, lam, row_norms=row_norms
-            )
+            return record_sum(  # per chunk on dask, summed on the driver
+                stacked_statistic, (X, y, groups), m, v, a, clip, loss_bound, lam,
+                chunked={"row_norms": row_norms},
+            )  # fmt: skip
 
     else:
-        y = np.asarray(y, dtype=np.intp)
+        y = as_records(y, np.intp)
         shape = (p, int(n_classes))
 
         def statistic(v, a):
-            return stacked_statistic_multinomial(
-                X,
-                y,
-                groups,
+            return record_sum(  # per chunk on dask, summed on the driver
+                stacked_statistic_multinomial,
+                (X, y, groups),
                 m,
                 v.reshape(shape),
                 a,
                 clip,
                 loss_bound,
                 lam,
-                row_norms=row_norms,
+                chunked={"row_norms": row_norms},
             )
 
     size = math.prod(shape)  # the iterate is kept flat (Frobenius ball)
