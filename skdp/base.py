@@ -281,6 +281,8 @@ class PrivateClassifierMixin:
         -------
         ndarray of shape (n_samples, n_classes)
         """
+        if is_dask_collection(X):  # lazy, per chunk
+            return lazy_rows(self.predict_log_proba, X, len(self.classes_))
         scores = self.decision_function(X)
         # In log space, so that confident predictions stay finite.
         if scores.ndim == 1:

@@ -17,12 +17,6 @@ import numpy as np
 
 from ..privacy import (
     Budget,
-    ComposedDpEvent,
-    GaussianDpEvent,
-    NonPrivateDpEvent,
-    NoOpDpEvent,
-    SelfComposedDpEvent,
-    calibrate_gaussian,
     gaussian_noise,
     noisy_histogram_event,
 )
@@ -186,17 +180,7 @@ def fit_minimax_on_dask(est, X, y, sensitive_features=None):
     if needs_priors:
         z_hist = estimate.noise_multiplier()
         fixed.append(noisy_histogram_event(z_hist))
-    fixed_event = ComposedDpEvent(fixed) if fixed else NoOpDpEvent()
-    n_steps = mf._GDA_MAX_ITER if est.max_iter is None else int(est.max_iter)
-    z = calibrate_gaussian(
-        eps, delta, n_steps, other_event=fixed_event if fixed else None
-    )
-    steps_event = (
-        SelfComposedDpEvent(GaussianDpEvent(z), n_steps)
-        if np.isfinite(eps)
-        else NonPrivateDpEvent()
-    )
-    plan = ComposedDpEvent([fixed_event, steps_event]) if fixed else steps_event
+    n_steps, z, plan = mf._gda_plan(eps, delta, fixed, est.max_iter)
     est._progress(
         f"solver='gda' on dask: {n_steps} noisy releases"
         + (f", {n_estimates} private estimate(s)" if n_estimates else "")

@@ -624,16 +624,7 @@ class MinimaxFairClassifier(
         fixed_event = ComposedDpEvent(fixed) if fixed else NoOpDpEvent()
         p = X.shape[1] + int(self.fit_intercept)
         if gda:
-            n_steps = _GDA_MAX_ITER if self.max_iter is None else int(self.max_iter)
-            z = calibrate_gaussian(
-                eps, delta, n_steps, other_event=fixed_event if fixed else None
-            )
-            steps_event = (
-                SelfComposedDpEvent(GaussianDpEvent(z), n_steps)
-                if np.isfinite(eps)
-                else NonPrivateDpEvent()
-            )
-            plan = ComposedDpEvent([fixed_event, steps_event]) if fixed else steps_event
+            n_steps, z, plan = _gda_plan(eps, delta, fixed, self.max_iter)
         else:
             schedule = saddle_point_schedule(
                 self.solver,
@@ -936,3 +927,23 @@ def _check_sparse(X, solver, center):
             "MinimaxFairClassifier(center=True) (centring makes the matrix dense)",
             'center=False with solver="gda"',
         )
+
+
+def _gda_plan(epsilon, delta, fixed, max_iter):
+    """Public plan of ``solver="gda"``: ``(n_steps, z, event)``.
+
+    ``n_steps`` full-batch releases at the noise multiplier ``z`` that meets
+    ``(epsilon, delta)`` together with the ``fixed`` estimation events.
+    """
+    fixed_event = ComposedDpEvent(fixed) if fixed else NoOpDpEvent()
+    n_steps = _GDA_MAX_ITER if max_iter is None else int(max_iter)
+    z = calibrate_gaussian(
+        epsilon, delta, n_steps, other_event=fixed_event if fixed else None
+    )
+    steps_event = (
+        SelfComposedDpEvent(GaussianDpEvent(z), n_steps)
+        if np.isfinite(epsilon)
+        else NonPrivateDpEvent()
+    )
+    plan = ComposedDpEvent([fixed_event, steps_event]) if fixed else steps_event
+    return n_steps, z, plan

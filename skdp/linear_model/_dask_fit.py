@@ -11,12 +11,11 @@ classification with declared ``classes``, run distributed.
 """
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
 
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
 from ..solvers._distributed import as_dask_xy, reject_dask
 
-__all__ = ["fit_heavy_tailed_on_dask", "predict_on_workers", "validate_dask_rows"]
+__all__ = ["fit_heavy_tailed_on_dask", "validate_dask_rows"]
 
 
 def _check_supported(est, X):
@@ -111,30 +110,3 @@ def fit_heavy_tailed_on_dask(est, X, y):
     est.intercept_ = np.asarray([intercept], dtype=np.float64)
     est._set_info([info])
     return est
-
-
-def predict_on_workers(method, X, n_features, width=None, dtype=np.float64):
-    """Lazy ``method(X)`` on every chunk of rows (as dask-ml does; no compute).
-
-    Prediction is a per-row map of the released model, so each worker runs
-    the estimator's numpy method on its chunk.
-
-    Parameters
-    ----------
-    method : callable
-        A fitted estimator's bound method (e.g. ``est.predict``).
-    X : dask array or DataFrame of shape (n, d)
-    n_features : int
-    width : int, optional
-        Columns of the output (``None``: one value per row).
-    dtype : dtype, default=float64
-
-    Returns
-    -------
-    dask.array.Array
-    """
-    check_is_fitted(method.__self__)
-    X, _ = as_dask_xy(X, n_features=n_features)
-    if width is None:
-        return X.map_blocks(method, drop_axis=1, dtype=dtype)
-    return X.map_blocks(method, chunks=(X.chunks[0], (int(width),)), dtype=dtype)

@@ -25,7 +25,12 @@ from ..privacy import (
     GaussianDpEvent,
     private_row_mean,
 )
-from ..solvers._distributed import is_dask_collection, map_rows, record_norms
+from ..solvers._distributed import (
+    is_dask_collection,
+    lazy_rows,
+    map_rows,
+    record_norms,
+)
 from ..solvers.heavy_tailed.bounds import (
     DEFAULT_TARGET,
     SMALL_N_MARGIN,
@@ -56,7 +61,7 @@ from ..solvers.heavy_tailed.onepass import (
 from ..utils import clip_rows, safe_row_norms, uncenter_intercept
 from ..utils._scale_checks import warn_if_unscaled
 from ..utils._sparse import as_float_rows, clip_rows_any, is_sparse
-from ._dask_fit import fit_heavy_tailed_on_dask, predict_on_workers
+from ._dask_fit import fit_heavy_tailed_on_dask
 
 __all__ = ["HeavyTailedLinearRegression", "HeavyTailedLogisticRegression"]
 
@@ -1002,7 +1007,7 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
         ndarray of shape (n_samples,)
         """
         if is_dask_collection(X):  # lazy, as dask-ml does
-            return predict_on_workers(self.predict, X, self.n_features_in_)
+            return lazy_rows(self.predict, X)
         return self._decision(X)
 
 
@@ -1250,60 +1255,9 @@ class HeavyTailedLogisticRegression(
         ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
         """
         if is_dask_collection(X):  # lazy, as dask-ml does
-            return predict_on_workers(self.decision_function, X, self.n_features_in_)
+            return lazy_rows(self.decision_function, X)
         scores = self._decision(X)
         return scores.ravel() if scores.shape[1] == 1 else scores
-
-    def predict_proba(self, X):
-        """Class probabilities (one-vs-rest scores normalised if more than two classes).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
-            Dask input gives a lazy dask array, as dask-ml does.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-        """
-        if is_dask_collection(X):
-            k = len(self.classes_)
-            return predict_on_workers(self.predict_proba, X, self.n_features_in_, k)
-        return super().predict_proba(X)
-
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
-            Dask input gives a lazy dask array.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-        """
-        if is_dask_collection(X):
-            k = len(self.classes_)
-            return predict_on_workers(self.predict_log_proba, X, self.n_features_in_, k)
-        return super().predict_log_proba(X)
-
-    def predict(self, X):
-        """Predicted class labels.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
-            Dask input gives a lazy dask array.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        if is_dask_collection(X):
-            dtype = self.classes_.dtype
-            return predict_on_workers(self.predict, X, self.n_features_in_, None, dtype)
-        return super().predict(X)
 
 
 for _cls in (HeavyTailedLinearRegression, HeavyTailedLogisticRegression):
