@@ -189,11 +189,23 @@ def test_unsupported_fits_reject_dask_before_spending(client):
     assert acc.ledger == []
 
 
-def test_non_finite_input_is_refused(client):
+@pytest.mark.parametrize("tuning", ["bilevel", "risk_estimate"])
+@pytest.mark.parametrize("where", ["X", "y"])
+def test_non_finite_input_is_refused_before_charging(client, tuning, where):
+    """As on the numpy path (threat_model.rst): nan/inf is refused before
+    anything is charged to the accountant."""
     X, y = _data(n=1500)
-    X[1000, 1] = np.nan
+    if where == "X":
+        X[1000, 1] = np.nan
+    else:
+        y[1200] = np.inf
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
     with pytest.raises(ValueError, match="NaN"):
-        _ridge().fit(*_dask(X, y))
+        _ridge(tuning=tuning, accountant=acc, delta=None).fit(*_dask(X, y))
+    assert acc.ledger == []
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        _ridge(tuning=tuning, accountant=acc, delta=None).fit(X, y)
+    assert acc.ledger == []
 
 
 def test_fit_never_gathers_rows_on_the_driver(client, monkeypatch):

@@ -1041,11 +1041,8 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 "BilevelRidge on dask input needs public `feature_norm` and "
                 "`target_bound`: the private bound estimates are not distributed."
             )
-        X, y = as_dask_xy(X, y)
-        self.n_features_in_ = int(X.shape[1])
-        if hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        return X, y
+        # nan/inf refused in a pass of their own, before anything is charged
+        return validate_dask_rows(self, X, y)
 
 
 def _sparse_statistics(X, y, feature_norm, target_bound, intercept_scaling):

@@ -65,7 +65,7 @@ def validate_dask_rows(est, X, y, labels=False):
     else:
         checks.append(da.isfinite(y).all())
     finite, known = dask.compute(*checks)
-    if not finite:
+    if not finite or not (known or labels):
         raise ValueError("Input X or y contains NaN or infinity.")
     if not known:
         # Not echoed: the offending values would be a further release.

@@ -278,8 +278,8 @@ def clipped_statistics(
         )
     results = dask.compute(*tasks)
     if not all(finite for _, finite in results):
-        # the numpy path's validation error (here after the plan was charged,
-        # the conservative side); nothing is released
+        # defensive: the fits refuse nan/inf in a pass before charging
+        # (validate_dask_rows); nothing is released
         raise ValueError("Input X or y contains NaN or infinity.")
     blocks = [b for b, _ in results]
     out = []
