@@ -20,9 +20,11 @@ from ..privacy import (
     calibrate_noise_multiplier,
     gaussian_mechanism,
 )
+from ..solvers._distributed import is_dask_collection
 from ..utils._sparse import as_float_columns
 from ._base import PrivateTransformerMixin
 from ._bounds import BOUNDS_CONSTRAINT
+from ._dask_fit import lazy_transform, validate_dask_rows
 from ._moments import clipped_unit_values, moments_sensitivity
 
 __all__ = ["SimpleImputer", "private_observed_mean"]
@@ -67,6 +69,10 @@ def private_observed_mean(X, lower, upper, noise_multiplier, *, rng):
     n, d = X.shape
     if sp.issparse(X):
         stat = _sparse_observed_statistic(X, lower, upper)
+    elif is_dask_collection(X):  # clipped and summed per chunk on the workers
+        from ._dask_fit import observed_sums_on_workers
+
+        stat = observed_sums_on_workers(X, lower, upper, _COUNT_WEIGHT)
     else:
         observed = ~np.isnan(X)
         U = np.where(observed, clipped_unit_values(np.nan_to_num(X), lower, upper), 0.0)
@@ -227,13 +233,16 @@ class SimpleImputer(
         -------
         self : SimpleImputer
         """
-        X = validate_data(
-            self,
-            X,
-            dtype=np.float64,
-            ensure_all_finite="allow-nan",
-            accept_sparse=["csr", "csc"],
-        )
+        if is_dask_collection(X):  # sums per chunk on the workers (._dask_fit)
+            X = validate_dask_rows(self, X, allow_nan=True, needs_bounds=False)
+        else:
+            X = validate_data(
+                self,
+                X,
+                dtype=np.float64,
+                ensure_all_finite="allow-nan",
+                accept_sparse=["csr", "csc"],
+            )
         n, d = X.shape
         if self.strategy == "mean" and self.bounds is None:
             raise ValueError(
@@ -267,6 +276,8 @@ class SimpleImputer(
         ndarray or sparse matrix of shape (n_samples, n_features)
             Sparse (the input's format) for sparse input.
         """
+        if is_dask_collection(X):  # lazy, per chunk on the workers
+            return lazy_transform(self.transform, X)
         X = self._validate_for_transform(
             X,
             "statistics_",

@@ -13,6 +13,7 @@ from sklearn.base import (
 from sklearn.utils.validation import validate_data
 
 from ..privacy import NoOpDpEvent
+from ..solvers._distributed import is_dask_collection
 from ._base import PrivateTransformerMixin
 from ._bounds import (
     BOUNDS_CONSTRAINT,
@@ -21,6 +22,7 @@ from ._bounds import (
     quantile_epsilon,
     saturate,
 )
+from ._dask_fit import lazy_transform, validate_dask_rows
 
 __all__ = ["MinMaxScaler"]
 
@@ -154,7 +156,10 @@ class MinMaxScaler(
                 f"feature_range must be (min, max) with min < max, got {self.feature_range!r}."
             )
         _reject_sparse(X)
-        X = validate_data(self, X, dtype=np.float64)
+        if is_dask_collection(X):  # declared bounds: only the shape is read
+            X = validate_dask_rows(self, X)
+        else:
+            X = validate_data(self, X, dtype=np.float64)
         n, d = X.shape
         declared = self._declared_bounds(d)
         self.delta_, rng = self._begin_private_fit(n)
@@ -188,6 +193,8 @@ class MinMaxScaler(
         ndarray of shape (n_samples, n_features)
         """
         _reject_sparse(X)
+        if is_dask_collection(X):  # lazy, per chunk on the workers
+            return lazy_transform(self.transform, X)
         X = self._validate_for_transform(X, "n_samples_seen_")
         # Rows may be private (a Pipeline's fit transforms its training data):
         # an overflow on an extreme value must not warn (a warning that one
@@ -214,6 +221,8 @@ class MinMaxScaler(
         ndarray of shape (n_samples, n_features)
         """
         _reject_sparse(X)
+        if is_dask_collection(X):  # lazy, per chunk on the workers
+            return lazy_transform(self.inverse_transform, X)
         X = self._validate_for_transform(X, "n_samples_seen_")
         with np.errstate(all="ignore"):
             X -= self.min_

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..privacy import gaussian_mechanism
+from ..solvers._distributed import is_dask_collection
 from ..utils._sparse import as_float_columns
 
 __all__ = ["moments_sensitivity", "clipped_unit_values", "private_moments"]
@@ -84,6 +85,10 @@ def private_moments(X, lower, upper, noise_multiplier, *, with_var, rng):
     n, d = X.shape
     if sp.issparse(X):
         stat = _sparse_unit_moments(X, lower, upper, with_var)
+    elif is_dask_collection(X):  # clipped and summed per chunk on the workers
+        from ._dask_fit import unit_moments_on_workers
+
+        stat = unit_moments_on_workers(X, lower, upper, with_var)
     else:
         U = clipped_unit_values(X, lower, upper)
         with np.errstate(all="ignore"):

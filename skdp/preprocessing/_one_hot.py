@@ -9,7 +9,9 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted
 
 from ..privacy import NoOpDpEvent
+from ..solvers._distributed import is_dask_collection
 from ._base import PrivateTransformerMixin
+from ._dask_fit import check_categories_on_workers, declared_row, lazy_transform
 
 __all__ = ["OneHotEncoder"]
 
@@ -154,6 +156,8 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
                 "would publish every value that occurs (even one held by a "
                 "single record)."
             )
+        # dask input: checked, and the encoder set up on a declared row
+        row = declared_row(self, X) if is_dask_collection(X) else None
         self.delta_, _ = self._begin_private_fit(_num_samples(X))
         plan = NoOpDpEvent()
         self._spend(plan)
@@ -170,7 +174,9 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
             drop=self.drop,
             sparse_output=self.sparse_output,
             dtype=self.dtype,
-        ).fit(X)  # declared categories: reads the values only to check them
+        ).fit(X if row is None else row)  # declared categories: values only checked
+        if row is not None and self.handle_unknown == "error":
+            check_categories_on_workers(self.encoder_, X)
         self.categories_ = self.encoder_.categories_
         self.drop_idx_ = self.encoder_.drop_idx_
         self.n_features_in_ = self.encoder_.n_features_in_
@@ -191,6 +197,9 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
         ndarray or sparse matrix of shape (n_samples, n_encoded_features)
         """
         check_is_fitted(self, "encoder_")
+        if is_dask_collection(X):  # lazy, per chunk on the workers
+            width = len(self.encoder_.get_feature_names_out())
+            return lazy_transform(self.transform, X, width=width, numeric=False)
         with warnings.catch_warnings():
             # With ``drop`` set, scikit-learn warns when a value is not among
             # the categories. In a Pipeline's fit the rows are private: that

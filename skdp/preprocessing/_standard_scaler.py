@@ -19,6 +19,7 @@ from ..privacy import (
     NoOpDpEvent,
     calibrate_noise_multiplier,
 )
+from ..solvers._distributed import is_dask_collection
 from ._base import PrivateTransformerMixin
 from ._bounds import (
     BOUNDS_CONSTRAINT,
@@ -27,6 +28,7 @@ from ._bounds import (
     quantile_epsilon,
     saturate,
 )
+from ._dask_fit import lazy_transform, validate_dask_rows
 from ._moments import private_moments
 
 __all__ = ["StandardScaler"]
@@ -230,7 +232,12 @@ class StandardScaler(
         -------
         self : StandardScaler
         """
-        X = validate_data(self, X, dtype=np.float64, accept_sparse=["csr", "csc"])
+        if is_dask_collection(X):  # sums per chunk on the workers (._dask_fit)
+            X = validate_dask_rows(
+                self, X, needs_bounds=self.with_mean or self.with_std
+            )
+        else:
+            X = validate_data(self, X, dtype=np.float64, accept_sparse=["csr", "csc"])
         _check_sparse_centring(X, self.with_mean)
         n, d = X.shape
         declared = self._declared_bounds(d)
@@ -298,6 +305,9 @@ class StandardScaler(
 
     def _scale(self, X, *, inverse):
         """Shared body of :meth:`transform` and :meth:`inverse_transform`."""
+        if is_dask_collection(X):  # lazy, per chunk on the workers
+            method = self.inverse_transform if inverse else self.transform
+            return lazy_transform(method, X)
         X = self._validate_for_transform(
             X, "n_samples_seen_", accept_sparse=["csr", "csc"]
         )

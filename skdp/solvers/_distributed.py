@@ -46,7 +46,9 @@ DISTRIBUTED_FITS = (
     'HeavyTailedLogisticRegression (declared classes) with solver="known_lipschitz" '
     "and center=False; "
     'MinimaxFairClassifier(solver="gda") with public feature_norm, declared '
-    "classes and declared groups, center=False"
+    "classes and declared groups, center=False; the preprocessing "
+    "StandardScaler, MinMaxScaler and SimpleImputer with declared bounds, "
+    "OneHotEncoder with declared categories (dense output)"
 )
 
 
@@ -103,6 +105,10 @@ DASK_ESTIMATORS = frozenset(
         "HeavyTailedLinearRegression",
         "HeavyTailedLogisticRegression",
         "MinimaxFairClassifier",
+        "MinMaxScaler",
+        "OneHotEncoder",
+        "SimpleImputer",
+        "StandardScaler",
     }
 )
 
