@@ -172,7 +172,7 @@ def test_unsupported_fits_reject_dask_before_spending(client):
         HeavyTailedLinearRegression(solver="onepass", epsilon=1.0, delta=1e-6),
         HeavyTailedLinearRegression(center=True, feature_norm=3.0, delta=1e-6),
         HeavyTailedLogisticRegression(solver="localized", classes=[0, 1]),
-        HeavyTailedLogisticRegression(classes=[0, 1, 2], delta=1e-6),
+        HeavyTailedLogisticRegression(classes=[0, 1, 2], multi_class="ovr", delta=1e-6),
         _ridge(inner_solver="output_perturbation"),
     ):
         with pytest.raises(TypeError, match="sufficient_statistics"):
@@ -423,6 +423,111 @@ def test_bilevel_ridge_gd_dask_matches_numpy(client, kw):
     est_np = _ridge(**params).fit(X, y)
     est_dk = _ridge(**params).fit(*_dask(X, y))
     _assert_same_model(est_np, est_dk)
+
+
+# -- multinomial HeavyTailedLogisticRegression: d x K clipped sums per chunk ----
+
+
+def _three_classes(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_t(4, size=(n, 3))
+    score = X[:, 0] + 0.5 * X[:, 1] + 0.5 * rng.normal(size=n)
+    return X, np.digitize(score, [-0.5, 0.8])
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},  # private feature scale, truncation and clip levels
+        {"epsilon": np.inf, "feature_norm": 4.0},
+        {"fit_intercept": False, "classes": ["a", "b", "c"]},
+    ],
+)
+def test_multinomial_logistic_dask_matches_numpy(client, kw):
+    X, y = _three_classes()
+    if "classes" in kw:
+        y = np.asarray(kw["classes"])[y]
+    kw = {"classes": [0, 1, 2], **kw}
+    est_np = _heavy(HeavyTailedLogisticRegression, **kw).fit(X, y)
+    Xd = da.from_array(X, chunks=(CHUNKS, -1))
+    est_dk = _heavy(HeavyTailedLogisticRegression, **kw).fit(
+        Xd, da.from_array(y, chunks=CHUNKS)
+    )
+    _assert_same_glm(est_np, est_dk)
+    assert est_dk.coef_.shape == (3, 3)
+    for method in ("predict", "predict_proba", "decision_function"):
+        out = getattr(est_dk, method)(Xd)
+        assert isinstance(out, da.Array)
+        ref = getattr(est_np, method)(X)
+        if method == "predict":
+            np.testing.assert_array_equal(out.compute(), ref)
+        else:
+            np.testing.assert_allclose(out.compute(), ref, rtol=1e-9, atol=1e-12)
+    if np.isfinite(est_np.epsilon):
+        other = _heavy(HeavyTailedLogisticRegression, random_state=6, **kw)
+        other.fit(Xd, da.from_array(y, chunks=CHUNKS))
+        assert not np.allclose(other.coef_, est_dk.coef_)
+
+
+def test_multinomial_shared_accountant_and_no_gather(client, monkeypatch):
+    X, y = _three_classes(n=1500)
+    Xd, yd = da.from_array(X, chunks=(CHUNKS, -1)), da.from_array(y, chunks=CHUNKS)
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    kw = dict(classes=[0, 1, 2], accountant=acc, delta=None)
+    _heavy(HeavyTailedLogisticRegression, **kw).fit(X, y)
+    one = acc.spent_epsilon
+
+    class Gathered(BaseException):
+        pass
+
+    def gather(self, *args, **kwargs):
+        raise Gathered("a dask input was converted to numpy on the driver")
+
+    monkeypatch.setattr(type(Xd), "__array__", gather)
+    with pytest.raises(Gathered):
+        np.asarray(Xd)
+    est = _heavy(HeavyTailedLogisticRegression, **kw).fit(Xd, yd)
+    assert np.all(np.isfinite(est.coef_))
+    assert len(acc.ledger) == 2
+    assert acc.spent_epsilon > one * 1.2
+    with pytest.raises(ValueError, match="not in `classes`"):
+        _heavy(HeavyTailedLogisticRegression, **kw).fit(Xd, yd + 1)
+    assert len(acc.ledger) == 2  # refused before anything was charged
+
+
+def test_gathered_multinomial_gradient_sum_moves_by_at_most_2C(client):
+    """Coupled run: one record's label changed (same large row); the d x K
+    clipped gradient sum gathered from the workers moves by at most 2 C,
+    nearly attains it, and equals the one-process sum."""
+    from skdp.solvers._distributed import multinomial_gradient_sum_on_workers
+    from skdp.solvers.heavy_tailed.multinomial import (
+        clipped_multinomial_gradient_sum,
+    )
+
+    X, y = _three_classes(n=2000)
+    W, C = np.zeros((3, 3)), 0.8
+    X[1234], y[1234] = [30.0, 40.0, 0.0], 0
+    y2 = y.copy()
+    y2[1234] = 1
+    norms = np.linalg.norm(X, axis=1)
+
+    def gathered(labels):
+        return multinomial_gradient_sum_on_workers(
+            da.from_array(X, chunks=(CHUNKS, -1)),
+            da.from_array(labels, chunks=CHUNKS),
+            W,
+            da.from_array(norms, chunks=CHUNKS),
+            C,
+        )
+
+    (g1, n1), (g2, _) = gathered(y), gathered(y2)
+    move = np.linalg.norm(g1 - g2)
+    assert move <= 2 * C * (1 + 1e-12)
+    # at W = 0 the two residuals are 120 degrees apart: sqrt(3) C
+    assert move >= 0.99 * np.sqrt(3) * C
+    ref, ref_norms = clipped_multinomial_gradient_sum(X, y, W, norms, C)
+    np.testing.assert_allclose(g1, ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(n1.compute(), ref_norms, rtol=1e-12)
 
 
 # -- MinimaxFairClassifier(solver="gda"): per-step stacked sums on the workers --

@@ -6,8 +6,9 @@ and its reductions -- the private counts, the feature-scale release and the
 clipped gradient sum of every step -- are computed chunk by chunk on the
 workers by :mod:`skdp.solvers._distributed`; only those sums reach the
 driver, where all noise is drawn from the estimator's generator. Only the
-full-batch solver (``solver="known_lipschitz"``) without centring, and binary
-classification with declared ``classes``, run distributed.
+full-batch solver (``solver="known_lipschitz"``) without centring, and
+classification with declared ``classes`` (binary, or multinomial with the
+``d x K`` clipped softmax gradient sums taken per chunk), run distributed.
 """
 
 import numpy as np
@@ -31,8 +32,9 @@ def _check_supported(est, X):
                 "HeavyTailedLogisticRegression on dask input needs the public "
                 "`classes=[...]`: reading the labels from y is not distributed."
             )
-        if np.unique(np.asarray(est.classes)).size != 2:
-            reject_dask(X, "HeavyTailedLogisticRegression with more than two classes")
+        n_classes = np.unique(np.asarray(est.classes)).size
+        if n_classes > 2 and est.multi_class != "multinomial":
+            reject_dask(X, "HeavyTailedLogisticRegression(multi_class='ovr')")
 
 
 def validate_dask_rows(est, X, y, labels=False):
@@ -100,6 +102,8 @@ def fit_heavy_tailed_on_dask(est, X, y):
     X, y = validate_dask_rows(est, X, y, labels=True)
     est.classes_ = np.unique(np.asarray(est.classes))
     est._softmax = False
+    if est.classes_.size > 2:
+        return _fit_multinomial(est, X, y)
     positive = est.classes_[1]
     target = y.map_blocks(
         lambda b: np.where(b == positive, 1.0, -1.0), dtype=np.float64
@@ -108,5 +112,28 @@ def fit_heavy_tailed_on_dask(est, X, y):
     coef, intercept = est._split_coef(w)
     est.coef_ = np.vstack([coef])
     est.intercept_ = np.asarray([intercept], dtype=np.float64)
+    est._set_info([info])
+    return est
+
+
+def _class_codes(block, classes):
+    return np.searchsorted(classes, block).astype(np.int64)
+
+
+def _fit_multinomial(est, X, y):
+    """The numpy path's multinomial fit (one softmax model) on dask rows.
+
+    The labels become class indices per chunk (declared classes, checked
+    before anything was spent); the solver's releases (feature scale,
+    truncation level, clip levels) count per chunk and every step's
+    ``d x K`` clipped gradient sum is summed per chunk on the workers
+    (:func:`~skdp.solvers._distributed.multinomial_gradient_sum_on_workers`).
+    """
+    labels = y.map_blocks(_class_codes, est.classes_, dtype=np.int64)
+    w, info = est._fit_multinomial(X, labels, est.classes_.size)
+    coef = w[:-1].T if est.fit_intercept else w.T
+    est.coef_ = np.ascontiguousarray(coef)
+    est.intercept_ = w[-1].copy() if est.fit_intercept else np.zeros(w.shape[1])
+    est._softmax = True
     est._set_info([info])
     return est

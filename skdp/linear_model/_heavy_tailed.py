@@ -1255,7 +1255,8 @@ class HeavyTailedLogisticRegression(
         ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
         """
         if is_dask_collection(X):  # lazy, as dask-ml does
-            return lazy_rows(self.decision_function, X)
+            width = None if len(self.classes_) == 2 else len(self.classes_)
+            return lazy_rows(self.decision_function, X, width)
         scores = self._decision(X)
         return scores.ravel() if scores.shape[1] == 1 else scores
 

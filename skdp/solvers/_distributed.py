@@ -816,3 +816,115 @@ def floored_design_on_workers(features, scale):
     full = record_norms(features).map_blocks(_hypot, scale, dtype=np.float64)
     Xd, full = persist_records(Xd, full)
     return Design(Xd, full, scale, scale)
+
+
+# -- multinomial (softmax) full-batch solver ------------------------------------
+
+
+def multinomial_design_on_workers(
+    X, labels, plan, rng, truncation, fit_intercept, scaled_intercept, scales
+):
+    """``multinomial._design`` for dask rows (the same releases, in order).
+
+    The row norms, the per-row RMS and the truncation are per-record maps
+    (lazy, on the workers); the private feature scale and truncation level
+    are released by ``scales`` (the numpy path's ``_scales``, whose counts
+    are summed over chunks by :func:`bisection_counter`); the design with
+    its intercept column, the labels and the kept rows' norms are then
+    persisted on the workers for the gradient steps.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n, d)
+    labels : dask.array.Array of int of shape (n,)
+    plan : KnownLipschitzPlan
+    rng : numpy.random.Generator
+    truncation : float or None
+    fit_intercept, scaled_intercept : bool
+    scales : callable
+        ``scales(X, norms, plan, rng, truncation) -> (s, T)``.
+
+    Returns
+    -------
+    X, labels, norms_t, s, T, value
+        As ``multinomial._design``; the arrays are dask arrays.
+    """
+    X = _to_array(X).astype(np.float64)
+    labels = as_records(labels, np.int64).rechunk((X.chunks[0],))
+    norms = record_norms(X)
+    needed = int(truncation is None and not plan.default_scales) + int(
+        plan.feature_scale
+    )
+    if not plan.default_scales and plan.n_scales != needed:
+        raise ValueError(
+            "The plan does not pay for the scale quantiles this run needs."
+        )
+    s, T = scales(X, norms, plan, rng, truncation)
+    value = None
+    full = norms
+    if fit_intercept:
+        value = s if scaled_intercept else 1.0
+        X = map_rows(_with_constant, X, value, width=X.shape[1] + 1)
+        full = norms.map_blocks(_hypot, value, dtype=np.float64)
+    norms_t = norms.map_blocks(
+        silently, lambda b, f, t: np.where(b <= t, f, 0.0), full, float(T),
+        dtype=np.float64,
+    )  # fmt: skip
+    X, labels, norms_t = persist_records(X, labels, norms_t)
+    return X, labels, norms_t, s, T, value
+
+
+def _multinomial_block(Xb, lb, nb, W, clip):
+    from .heavy_tailed.multinomial import clipped_multinomial_gradient_sum
+
+    with np.errstate(all="ignore"):
+        return clipped_multinomial_gradient_sum(
+            np.ascontiguousarray(Xb), lb, W, nb, clip
+        )
+
+
+def multinomial_gradient_sum_on_workers(X, labels, W, norms, clip):
+    """``clipped_multinomial_gradient_sum`` over dask chunks.
+
+    Every chunk runs the numpy kernel on its worker (each per-sample
+    gradient clipped there to Frobenius norm ``clip``); the ``d x K`` sums
+    are added on the driver in chunk order, so replacing one record moves
+    the result by at most ``2 clip``, as in one process. The per-sample
+    gradient norms stay on the workers (a lazy dask array, read only through
+    the counts of a private quantile).
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n, d)
+    labels : dask.array.Array of int of shape (n,)
+    W : ndarray of shape (d, K)
+    norms : dask.array.Array of shape (n,)
+    clip : float
+
+    Returns
+    -------
+    sum : ndarray of shape (d, K)
+    norms : dask.array.Array of shape (n,)
+    """
+    import dask
+    import dask.array as da
+    from dask import delayed
+
+    W = np.asarray(W, dtype=np.float64)
+    rows = X.chunks[0]
+    xs = X.to_delayed().ravel()
+    ls = labels.rechunk((rows,)).to_delayed().ravel()
+    ns = norms.rechunk((rows,)).to_delayed().ravel()
+    block = delayed(_multinomial_block, pure=True, nout=2)
+    parts = [block(xb, lb, nb, W, float(clip)) for xb, lb, nb in zip(xs, ls, ns)]
+    gnorms = da.concatenate(
+        [
+            da.from_delayed(p[1], shape=(r,), dtype=np.float64)
+            for p, r in zip(parts, rows)
+        ]
+    )
+    sums = dask.compute(*[p[0] for p in parts])
+    out = np.array(sums[0], dtype=np.float64, copy=True)
+    for p in sums[1:]:
+        out += p
+    return out, gnorms

@@ -36,6 +36,7 @@ import numpy as np
 from ...losses import LogisticLoss
 from ...privacy import ComposedDpEvent, gaussian_noise, gaussian_steps
 from ...utils._sparse import append_constant_column, as_float_rows, row_nnz, row_norms
+from .._distributed import is_dask_collection
 from .bounds import (
     RANGE_STEPS,
     SEARCH_OCTAVES,
@@ -148,6 +149,10 @@ def clipped_multinomial_gradient_sum(X, labels, W, norms, clip):
     >>> round(float(np.linalg.norm(g)), 6), round(float(nrm[0]), 4)
     (1.0, 3.5355)
     """
+    if is_dask_collection(X):  # the same kernel per chunk, on the workers
+        from .._distributed import multinomial_gradient_sum_on_workers as on_workers
+
+        return on_workers(X, labels, W, norms, clip)
     with np.errstate(all="ignore"):
         scores = np.asarray(X @ W)
     R = softmax_residuals(scores, labels)
@@ -205,6 +210,11 @@ def _design(X, labels, plan, rng, truncation, fit_intercept, scaled_intercept):
         truncated ones), the feature scale, the truncation level and the
         intercept column's value (``None`` without intercept).
     """
+    if is_dask_collection(X):  # the same releases; rows kept on the workers
+        from .._distributed import multinomial_design_on_workers as on_workers
+
+        return on_workers(X, labels, plan, rng, truncation, fit_intercept,
+                          scaled_intercept, _scales)  # fmt: skip
     X = as_float_rows(X)
     labels = np.asarray(labels, dtype=np.int64)
     norms = row_norms(X)
