@@ -589,6 +589,55 @@ def test_minimax_fair_gda_dask_matches_numpy(client, classes, kw):
     np.testing.assert_array_equal(a.predict(X), b.predict(X))
 
 
+@pytest.mark.parametrize("classes", [2, 3])
+def test_minimax_fair_private_feature_norm_on_dask_matches_numpy(client, classes):
+    """feature_norm=None: the exponential-mechanism quantile of the row norms
+    counts its public cells per chunk; the same release, the same model."""
+    kw = {"feature_norm": None}
+    if classes == 3:
+        kw.update(classes=[0, 1, 2], group_priors=[0.6, 0.4])
+    X, y, g = _fair_data(classes=classes, seed=2)
+    a = _fair(**kw).fit(X, y, sensitive_features=g)
+    Xd, yd, gd = _fair_dask(X, y, g)
+    b = _fair(**kw).fit(Xd, yd, sensitive_features=gd)
+    assert a.feature_norm_ == b.feature_norm_
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(a.intercept_, b.intercept_, rtol=1e-7, atol=1e-10)
+    assert a.privacy_spent_ == b.privacy_spent_
+    other = _fair(random_state=9, **kw).fit(Xd, yd, sensitive_features=gd)
+    assert other.feature_norm_ != b.feature_norm_
+
+
+def test_distributed_quantile_is_the_numpy_release_and_counts_move_by_one(client):
+    """The chunked exponential mechanism draws what private_quantile draws
+    (same rng), and one replaced record moves each gathered cell count by at
+    most one (attained): the utility's sensitivity 1."""
+    from skdp.privacy import private_quantile
+    from skdp.solvers._distributed import _edge_counts, private_quantile_on_workers
+
+    rng = np.random.default_rng(0)
+    v = np.abs(rng.standard_t(3, size=2500)) + 1e-3
+    vd = da.from_array(v, chunks=CHUNKS)
+    for q, eps in ((0.95, 1.0), (0.5, 0.05)):
+        kw = dict(bounds=(1e-6, 1e6), log_scale=True)
+        a = private_quantile(v, q, eps, rng=np.random.default_rng(3), **kw)
+        b = private_quantile_on_workers(vd, q, eps, rng=np.random.default_rng(3), **kw)
+        assert a == b
+    edges = np.linspace(np.log(1e-6), np.log(1e6), 2049)
+    v2 = v.copy()
+    v2[1234] = 1e5  # from the bulk to the top of the range
+
+    def gathered(values):
+        import dask
+
+        blocks = da.from_array(values, chunks=CHUNKS).to_delayed().ravel()
+        count = dask.delayed(_edge_counts)
+        return sum(dask.compute(*[count(b, edges, 1e-6, 1e6, True) for b in blocks]))
+
+    c1, c2 = gathered(v), gathered(v2)
+    assert np.max(np.abs(c1 - c2)) == 1
+
+
 def test_minimax_fair_shared_accountant_counts_dask_and_numpy_fits(client):
     X, y, g = _fair_data()
     acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
@@ -673,15 +722,20 @@ def test_minimax_fair_never_gathers_rows_on_the_driver(client, monkeypatch):
     monkeypatch.setattr(type(Xd), "__array__", gather)
     with pytest.raises(Gathered):
         np.asarray(Xd)
-    est = _fair().fit(Xd, yd, sensitive_features=gd)
-    assert np.all(np.isfinite(est.coef_))
+    for kw in ({}, {"feature_norm": None}):
+        est = _fair(**kw).fit(Xd, yd, sensitive_features=gd)
+        assert np.all(np.isfinite(est.coef_))
 
 
 def test_minimax_fair_dask_refusals_before_spending(client):
     X, y, g = _fair_data(n=1000)
     Xd, yd, gd = _fair_dask(X, y, g)
     acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
-    for kw in ({"solver": "nseg"}, {"feature_norm": None}, {"center": True}):
+    for kw in (
+        {"solver": "nseg"},
+        {"feature_norm": None, "epsilon": np.inf},
+        {"center": True},
+    ):
         with pytest.raises(TypeError, match="Distributed fits"):
             _fair(accountant=acc, delta=None, **kw).fit(Xd, yd, sensitive_features=gd)
     with pytest.raises(ValueError, match="classes"):

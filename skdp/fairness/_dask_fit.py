@@ -6,9 +6,10 @@ stacked statistic (per-group weighted clipped gradient sums and per-group
 clipped loss sums) is summed chunk by chunk on the workers
 (:func:`~skdp.solvers._distributed.record_sum`), and the group counts of the
 prior estimate likewise; only those sums reach the driver, where all noise is
-drawn from the estimator's generator. Needs a public ``feature_norm``,
-declared ``classes`` and declared groups (reading a set from the data is
-not distributed), and ``center=False``.
+drawn from the estimator's generator. A private ``feature_norm`` estimate
+(the exponential-mechanism quantile of the row norms) counts its public
+cells per chunk likewise. Needs declared ``classes`` and declared groups
+(reading a set from the data is not distributed), and ``center=False``.
 """
 
 import math
@@ -19,8 +20,17 @@ from ..privacy import (
     Budget,
     gaussian_noise,
     noisy_histogram_event,
+    private_quantile_event,
+    reachable_quantile_level,
 )
-from ..solvers._distributed import as_dask_xy, persist_records, reject_dask
+from ..privacy._mechanisms import NORM_BOUND_QUANTILE, NORM_BOUND_RANGE
+from ..solvers._distributed import (
+    as_dask_xy,
+    map_rows,
+    persist_records,
+    private_quantile_on_workers,
+    reject_dask,
+)
 from ..utils._sparse import append_constant_column, clip_rows_any, row_norms
 from ._groups import encode_groups
 
@@ -33,8 +43,9 @@ def _check_supported(est, X, sensitive_features):
         reject_dask(X, f"MinimaxFairClassifier(solver={est.solver!r})")
     if est.center:
         reject_dask(X, "MinimaxFairClassifier(center=True)")
-    if est.feature_norm is None:
-        reject_dask(X, "MinimaxFairClassifier(feature_norm=None)")
+    if est.feature_norm is None and np.isinf(est.epsilon):
+        # the exact quantile (no noise) is not distributed
+        reject_dask(X, "MinimaxFairClassifier(feature_norm=None, epsilon=inf)")
     if est.classes is None:
         raise ValueError(
             "MinimaxFairClassifier on dask input needs the public `classes=[...]`: "
@@ -172,11 +183,15 @@ def fit_minimax_on_dask(est, X, y, sensitive_features=None):
             "min_group_prior must be positive when the group priors are "
             "estimated (group_priors=None)."
         )
-    n_estimates = int(needs_priors)
+    needs_norm = est.feature_norm is None
+    n_estimates = int(needs_norm) + int(needs_priors)
     estimate = Budget.from_target(eps, delta, margin=False).share(
         est.estimation_share, max(n_estimates, 1)
     )
+    share = estimate.mu
     fixed = []
+    if needs_norm:
+        fixed.append(private_quantile_event(share))
     if needs_priors:
         z_hist = estimate.noise_multiplier()
         fixed.append(noisy_histogram_event(z_hist))
@@ -187,7 +202,16 @@ def fit_minimax_on_dask(est, X, y, sensitive_features=None):
     )
     est._spend(plan)
 
-    feature_norm = float(est.feature_norm)
+    if needs_norm:
+        # the numpy path's private_norm_bound: its exponential mechanism's
+        # cell counts summed over chunks, the draws on the driver
+        norms = map_rows(row_norms, X, width=0)
+        level = reachable_quantile_level(n, share, NORM_BOUND_QUANTILE)
+        feature_norm = private_quantile_on_workers(
+            norms, level, share, bounds=NORM_BOUND_RANGE, rng=rng, log_scale=True
+        )
+    else:
+        feature_norm = float(est.feature_norm)
     if needs_priors:
         # exact counts summed over chunks; the noise of noisy_histogram, drawn
         # on the driver from the same generator

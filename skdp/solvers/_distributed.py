@@ -45,8 +45,9 @@ DISTRIBUTED_FITS = (
     "HeavyTailedLinearRegression and binary "
     'HeavyTailedLogisticRegression (declared classes) with solver="known_lipschitz" '
     "and center=False; "
-    'MinimaxFairClassifier(solver="gda") with public feature_norm, declared '
-    "classes and declared groups, center=False; the preprocessing "
+    'MinimaxFairClassifier(solver="gda") with declared classes and declared '
+    "groups, center=False (feature_norm public, or private at a finite "
+    "epsilon); the preprocessing "
     "StandardScaler, MinMaxScaler and SimpleImputer with declared bounds, "
     "OneHotEncoder with declared categories (dense output)"
 )
@@ -928,3 +929,93 @@ def multinomial_gradient_sum_on_workers(X, labels, W, norms, clip):
     for p in sums[1:]:
         out += p
     return out, gnorms
+
+
+# -- the exponential-mechanism quantile of skdp.privacy, from chunked counts ----
+
+
+def _edge_counts(values, edges, lo, hi, log_scale):
+    # #{x < e_j} for every public edge (clipped, log units as in the mechanism)
+    with np.errstate(all="ignore"):
+        x = np.clip(np.asarray(values, dtype=float).ravel(), lo, hi)
+        if log_scale:
+            x = np.log(x)
+    return np.searchsorted(np.sort(x), edges, side="left")
+
+
+def private_quantile_on_workers(
+    values, quantile, epsilon, *, bounds, rng, log_scale=False, n_cells=2048
+):
+    """:func:`skdp.privacy.private_quantile` of dask ``values``, counted per chunk.
+
+    The exponential mechanism reads the data only through the counts
+    ``#{x < e_j}`` at its public cell edges. Each worker counts its chunk
+    (clipped to ``bounds``, in log units if ``log_scale``, as the mechanism
+    does); the driver adds the ``n_cells + 1`` counts, forms the same
+    utilities and draws the cell (Gumbel-max) and the point inside it from
+    ``rng``, in the numpy path's order: the same release, pure
+    ``epsilon``-DP. Only the counts reach the driver. ``epsilon=inf`` (the
+    exact quantile) is not distributed.
+
+    Parameters
+    ----------
+    values : dask.array.Array of shape (n,)
+    quantile, epsilon : float
+    bounds : tuple (low, high)
+    rng : numpy.random.Generator
+    log_scale : bool, default=False
+    n_cells : int, default=2048
+
+    Returns
+    -------
+    float
+    """
+    import math
+    import warnings
+
+    import dask
+    from dask import delayed
+
+    from ..privacy._mechanisms import noise_scale
+
+    eps = float(epsilon) / noise_scale()
+    if math.isinf(eps):
+        raise TypeError(
+            "The exact quantile (epsilon=inf) is not distributed: pass the "
+            "bound, or a finite epsilon."
+        )
+    lo, hi = (float(b) for b in bounds)
+    if not (lo < hi) or (log_scale and lo <= 0):
+        raise ValueError("bounds must satisfy low < high (and low > 0 on a log scale).")
+    a, b = (math.log(lo), math.log(hi)) if log_scale else (lo, hi)
+    edges = np.linspace(a, b, int(n_cells) + 1)
+    n = int(values.shape[0])
+    if n == 0:
+        out = rng.uniform(edges[0], edges[-1])
+        return float(math.exp(out) if log_scale else out)
+    parts = dask.compute(
+        *[
+            delayed(_edge_counts)(blk, edges, lo, hi, log_scale)
+            for blk in values.to_delayed().ravel()
+        ]
+    )
+    counts = np.zeros(edges.size, dtype=np.int64)
+    for p in parts:
+        counts += p
+    below, upto = counts[:-1], counts[1:].copy()
+    upto[-1] = n  # the last cell is closed: it holds the values at ``hi``
+    target = quantile * n
+    utility = -np.maximum.reduce([below - target, target - upto, np.zeros(below.size)])
+    logw = np.log(np.diff(edges)) + 0.5 * eps * utility
+    i = int(np.argmax(logw + rng.gumbel(size=logw.size)))
+    if i in (0, logw.size - 1):
+        warnings.warn(
+            f"The private {quantile:g}-quantile fell in the "
+            f"{'first' if i == 0 else 'last'} cell of its public range "
+            f"{tuple(bounds)}: the quantile may lie outside the range, or "
+            "n * epsilon is too small to locate it.",
+            UserWarning,
+            stacklevel=2,
+        )
+    out = rng.uniform(edges[i], edges[i + 1])
+    return float(math.exp(out) if log_scale else out)
