@@ -385,7 +385,7 @@ def test_other_private_estimators_refuse_dask_instead_of_gathering(client):
     groups = da.from_array(np.arange(1000) % 2, chunks=CHUNKS)
     acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
     fits = [
-        (MinimaxFairClassifier(accountant=acc), (Xd, labels), {}),
+        (MinimaxFairClassifier(solver="nispp", accountant=acc), (Xd, labels), {}),
         (MinimaxFairClassifier(), (X, y > 0), {"sensitive_features": groups}),
         (StandardScaler(accountant=acc), (Xd,), {}),
         (MinMaxScaler(accountant=acc), (Xd,), {}),
