@@ -76,6 +76,9 @@ def _step(cls, **kw):
         (SimpleImputer, {"strategy": "mean", "epsilon": np.inf}, 0.1),
         (SimpleImputer, {"fill_value": -1.0}, 0.1),
         (MinMaxScaler, {"feature_range": (-1, 1)}, 0.0),
+        # private bounds: the quantiles' cell counts summed per chunk
+        (StandardScaler, {"bounds": None}, 0.0),
+        (MinMaxScaler, {"bounds": None, "clip": False}, 0.0),
     ],
 )
 def test_dask_fit_matches_numpy(client, cls, kw, missing):
@@ -85,7 +88,7 @@ def test_dask_fit_matches_numpy(client, cls, kw, missing):
     attrs = {
         StandardScaler: ["mean_", "var_", "scale_"],
         SimpleImputer: ["statistics_"],
-        MinMaxScaler: ["scale_", "min_"],
+        MinMaxScaler: ["scale_", "min_", "data_min_", "data_max_"],
     }[cls]
     for name in attrs:
         if getattr(a, name) is None:
@@ -205,12 +208,31 @@ def test_gathered_observed_sums_move_by_at_most_sensitivity(client):
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-15)
 
 
+def test_gathered_column_counts_move_by_at_most_one(client):
+    """Coupled run for the private bounds: one record replaced (from the
+    bulk to far outside the range, clipped on its worker); every gathered
+    cell count of every column moves by at most one (the utility's
+    sensitivity), attained, and the counts are the one-process ones."""
+    from skdp.preprocessing._bounds import QUANTILE_RANGE
+    from skdp.solvers._distributed import _edge_counts, column_edge_counts_on_workers
+
+    X = _data(n=2000)
+    X2 = X.copy()
+    X2[1234] = [1e300, -1e300, 5e12]
+    c1 = column_edge_counts_on_workers(_dask(X), QUANTILE_RANGE, transform=np.arcsinh)
+    c2 = column_edge_counts_on_workers(_dask(X2), QUANTILE_RANGE, transform=np.arcsinh)
+    assert np.max(np.abs(c1 - c2)) == 1
+    edges = np.linspace(*QUANTILE_RANGE, 2049)
+    ref = _edge_counts(np.arcsinh(X[:, 1]), edges, *QUANTILE_RANGE, False)
+    np.testing.assert_array_equal(c1[1], ref)
+
+
 def test_refusals_before_anything_is_charged(client):
     X = _data(n=1500)
     acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
     for est in (
-        StandardScaler(accountant=acc),
-        MinMaxScaler(accountant=acc),
+        StandardScaler(epsilon=np.inf, accountant=acc),  # exact quantiles
+        MinMaxScaler(epsilon=np.inf, accountant=acc),
         OneHotEncoder(categories=[[0.0, 1.0]], sparse_output=True, accountant=acc),
     ):
         with pytest.raises(TypeError, match="Distributed fits"):
@@ -244,8 +266,9 @@ def test_fits_never_gather_rows_on_the_driver(client, monkeypatch):
     imp = _step(SimpleImputer, strategy="mean").fit(Xd)
     filled = imp.transform(Xd)
     for cls in (StandardScaler, MinMaxScaler):
-        est = _step(cls).fit(filled)
-        assert isinstance(est.transform(filled), da.Array)
+        for bounds in (BOUNDS, None):  # declared, or private (cell counts)
+            est = _step(cls, bounds=bounds).fit(filled)
+            assert isinstance(est.transform(filled), da.Array)
     assert np.all(np.isfinite(imp.statistics_))
 
 

@@ -19,6 +19,7 @@ from ..privacy import (
     private_quantile_event,
     reachable_quantile_level,
 )
+from ..solvers._distributed import is_dask_collection
 
 __all__ = [
     "check_bounds",
@@ -155,6 +156,10 @@ def estimate_bounds(X, epsilon_q, rng):
     -------
     lower, upper : ndarray of shape (n_features,)
     """
+    if is_dask_collection(X):  # cell counts per chunk, draws on the driver
+        from ._dask_fit import estimate_bounds_on_workers
+
+        return estimate_bounds_on_workers(X, epsilon_q, rng)
     n, d = X.shape
     level = reachable_quantile_level(n, epsilon_q, TARGET_LEVEL)
     if level < MIN_LEVEL:

@@ -9,15 +9,22 @@ with the numpy path's noise, drawn from the transformer's generator.
 ``transform`` is a lazy map of the fitted (numpy) transform over the chunks.
 
 Input validation runs in a pass of its own before anything is charged, as on
-the numpy path. Bounds estimated privately (``bounds=None``) are not
-distributed: those fits refuse dask input with a clear error.
+the numpy path. Bounds estimated privately (``bounds=None``) take one more
+pass: the exponential-mechanism quantiles' public cell counts of every
+column, summed over chunks, with the draws on the driver (finite
+``epsilon`` only).
 """
+
+import warnings
 
 import numpy as np
 
+from ..privacy import reachable_quantile_level
 from ..solvers._distributed import (
     as_dask_xy,
+    column_edge_counts_on_workers,
     lazy_rows,
+    quantile_from_counts,
     record_sum,
     reject_dask,
 )
@@ -26,6 +33,7 @@ from ._moments import clipped_unit_values
 __all__ = [
     "check_categories_on_workers",
     "declared_row",
+    "estimate_bounds_on_workers",
     "lazy_transform",
     "observed_sums_on_workers",
     "unit_moments_on_workers",
@@ -46,8 +54,10 @@ def validate_dask_rows(est, X, *, allow_nan=False, needs_bounds=True):
     X : dask array or DataFrame of shape (n, d)
     allow_nan : bool, default=False
     needs_bounds : bool, default=True
-        The fit reads values clipped to ``est.bounds``; ``bounds=None``
-        (a private estimate) is refused on dask input.
+        The fit reads values clipped to ``est.bounds``; with ``bounds=None``
+        they are estimated privately (:func:`estimate_bounds_on_workers`),
+        which needs a finite ``epsilon`` (the exact quantiles of
+        ``epsilon=inf`` are not distributed: refused here).
 
     Returns
     -------
@@ -55,8 +65,8 @@ def validate_dask_rows(est, X, *, allow_nan=False, needs_bounds=True):
     """
     import dask.array as da
 
-    if needs_bounds and est.bounds is None:
-        reject_dask(X, f"{type(est).__name__}(bounds=None)")
+    if needs_bounds and est.bounds is None and np.isinf(est.epsilon):
+        reject_dask(X, f"{type(est).__name__}(bounds=None, epsilon=inf)")
     X, _ = as_dask_xy(X)
     if X.shape[0] < 1 or X.shape[1] < 1:
         raise ValueError(f"Found array with shape {X.shape}: a fit needs data.")
@@ -248,3 +258,53 @@ def check_categories_on_workers(encoder, X):
     )
     if not bool(flags.all().compute()):
         raise ValueError("X contains a value outside the declared categories.")
+
+
+def estimate_bounds_on_workers(X, epsilon_q, rng):
+    """:func:`~._bounds.estimate_bounds` for dask rows (the same releases).
+
+    One pass counts, per column, the values of ``asinh(x)`` below each
+    public cell edge of :data:`~._bounds.QUANTILE_RANGE` (per chunk on the
+    workers, summed on the driver); the driver then draws the low and the
+    high quantile of every column in the numpy path's order
+    (:func:`~skdp.solvers._distributed.quantile_from_counts`), widens a
+    column whose releases meet by one cell and maps back by ``sinh``.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n, d)
+    epsilon_q : float
+        Pure epsilon of each quantile (finite).
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    lower, upper : ndarray of shape (d,)
+    """
+    import math
+
+    from ._bounds import MIN_LEVEL, QUANTILE_RANGE, TARGET_LEVEL
+
+    n, d = X.shape
+    level = reachable_quantile_level(n, epsilon_q, TARGET_LEVEL)
+    if level < MIN_LEVEL:
+        # A public rule of n and epsilon_q: the warning costs no privacy.
+        warnings.warn(
+            f"{n} rows at epsilon={epsilon_q:.3g} per quantile only locate the "
+            f"({1 - level:.2f}, {level:.2f}) quantiles of each column: the "
+            "private bounds will clip much of the data. Pass public bounds.",
+            UserWarning,
+            stacklevel=4,
+        )
+    counts = column_edge_counts_on_workers(X, QUANTILE_RANGE, transform=np.arcsinh)
+    cell = (QUANTILE_RANGE[1] - QUANTILE_RANGE[0]) / 2048
+    lower, upper = np.empty(d), np.empty(d)
+    kw = dict(bounds=QUANTILE_RANGE, rng=rng)
+    for j in range(d):
+        lo = quantile_from_counts(counts[j], n, 1.0 - level, epsilon_q, **kw)
+        hi = quantile_from_counts(counts[j], n, level, epsilon_q, **kw)
+        if hi - lo < cell:
+            mid = 0.5 * (lo + hi)
+            lo, hi = mid - 0.5 * cell, mid + 0.5 * cell
+        lower[j], upper[j] = math.sinh(lo), math.sinh(hi)
+    return lower, upper

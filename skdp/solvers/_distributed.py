@@ -48,8 +48,9 @@ DISTRIBUTED_FITS = (
     'MinimaxFairClassifier(solver="gda") with declared classes and declared '
     "groups, center=False (feature_norm public, or private at a finite "
     "epsilon); the preprocessing "
-    "StandardScaler, MinMaxScaler and SimpleImputer with declared bounds, "
-    "OneHotEncoder with declared categories (dense output)"
+    "StandardScaler and MinMaxScaler (bounds declared, or private at a finite "
+    "epsilon), SimpleImputer, OneHotEncoder with declared categories (dense "
+    "output)"
 )
 
 
@@ -943,6 +944,126 @@ def _edge_counts(values, edges, lo, hi, log_scale):
     return np.searchsorted(np.sort(x), edges, side="left")
 
 
+def _column_edge_counts(block, edges, lo, hi, transform):
+    # one chunk: the edge counts of every column (after a public map)
+    with np.errstate(all="ignore"):
+        T = block if transform is None else transform(block)
+    return np.stack(
+        [_edge_counts(T[:, j], edges, lo, hi, False) for j in range(T.shape[1])]
+    )
+
+
+def _quantile_edges(bounds, log_scale, n_cells):
+    import math
+
+    lo, hi = (float(b) for b in bounds)
+    if not (lo < hi) or (log_scale and lo <= 0):
+        raise ValueError("bounds must satisfy low < high (and low > 0 on a log scale).")
+    a, b = (math.log(lo), math.log(hi)) if log_scale else (lo, hi)
+    return lo, hi, np.linspace(a, b, int(n_cells) + 1)
+
+
+def _exact_quantile_refused(eps):
+    import math
+
+    if math.isinf(eps):
+        raise TypeError(
+            "The exact quantile (epsilon=inf) is not distributed: pass the "
+            "bound, or a finite epsilon."
+        )
+
+
+def quantile_from_counts(counts, n, quantile, epsilon, *, bounds, rng, log_scale=False):
+    """The draws of :func:`skdp.privacy.private_quantile` from its cell counts.
+
+    ``counts[j] = #{x < e_j}`` at the ``n_cells + 1`` public edges (clipped
+    values, log units if ``log_scale``), summed over chunks. The utilities,
+    the Gumbel-max choice of the cell and the uniform point inside it are
+    the numpy path's, drawn from ``rng`` in its order: the same pure
+    ``epsilon``-DP release (each count moves by at most one when a record
+    is replaced).
+
+    Parameters
+    ----------
+    counts : ndarray of int of shape (n_cells + 1,)
+    n : int
+        Public number of records.
+    quantile, epsilon : float
+    bounds : tuple (low, high)
+    rng : numpy.random.Generator
+    log_scale : bool, default=False
+
+    Returns
+    -------
+    float
+    """
+    import math
+    import warnings
+
+    from ..privacy._mechanisms import noise_scale
+
+    eps = float(epsilon) / noise_scale()
+    _exact_quantile_refused(eps)
+    _, _, edges = _quantile_edges(bounds, log_scale, len(counts) - 1)
+    if n == 0:
+        out = rng.uniform(edges[0], edges[-1])
+        return float(math.exp(out) if log_scale else out)
+    counts = np.asarray(counts)
+    below, upto = counts[:-1], counts[1:].copy()
+    upto[-1] = n  # the last cell is closed: it holds the values at ``hi``
+    target = quantile * n
+    utility = -np.maximum.reduce([below - target, target - upto, np.zeros(below.size)])
+    logw = np.log(np.diff(edges)) + 0.5 * eps * utility
+    i = int(np.argmax(logw + rng.gumbel(size=logw.size)))
+    if i in (0, logw.size - 1):
+        warnings.warn(
+            f"The private {quantile:g}-quantile fell in the "
+            f"{'first' if i == 0 else 'last'} cell of its public range "
+            f"{tuple(bounds)}: the quantile may lie outside the range, or "
+            "n * epsilon is too small to locate it.",
+            UserWarning,
+            stacklevel=3,
+        )
+    out = rng.uniform(edges[i], edges[i + 1])
+    return float(math.exp(out) if log_scale else out)
+
+
+def column_edge_counts_on_workers(X, bounds, *, transform=None, n_cells=2048):
+    """Cell counts of every column of dask rows, for :func:`quantile_from_counts`.
+
+    One pass: each worker maps its chunk by the public ``transform`` (e.g.
+    ``np.arcsinh``), clips every column to ``bounds`` and counts
+    ``#{x < e_j}`` at the public edges; the driver adds the ``d x
+    (n_cells + 1)`` integer tables. Only these counts leave the workers.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n, d)
+    bounds : tuple (low, high)
+    transform : callable, optional
+    n_cells : int, default=2048
+
+    Returns
+    -------
+    ndarray of int of shape (d, n_cells + 1)
+    """
+    import dask
+    from dask import delayed
+
+    lo, hi, edges = _quantile_edges(bounds, False, n_cells)
+    X = _to_array(X).astype(np.float64).rechunk({1: -1})
+    parts = dask.compute(
+        *[
+            delayed(_column_edge_counts)(b, edges, lo, hi, transform)
+            for b in X.to_delayed().ravel()
+        ]
+    )
+    counts = np.zeros((X.shape[1], edges.size), dtype=np.int64)
+    for p in parts:
+        counts += p
+    return counts
+
+
 def private_quantile_on_workers(
     values, quantile, epsilon, *, bounds, rng, log_scale=False, n_cells=2048
 ):
@@ -951,9 +1072,8 @@ def private_quantile_on_workers(
     The exponential mechanism reads the data only through the counts
     ``#{x < e_j}`` at its public cell edges. Each worker counts its chunk
     (clipped to ``bounds``, in log units if ``log_scale``, as the mechanism
-    does); the driver adds the ``n_cells + 1`` counts, forms the same
-    utilities and draws the cell (Gumbel-max) and the point inside it from
-    ``rng``, in the numpy path's order: the same release, pure
+    does); the driver adds the ``n_cells + 1`` counts and draws the release
+    from ``rng`` (:func:`quantile_from_counts`): the same release, pure
     ``epsilon``-DP. Only the counts reach the driver. ``epsilon=inf`` (the
     exact quantile) is not distributed.
 
@@ -970,29 +1090,13 @@ def private_quantile_on_workers(
     -------
     float
     """
-    import math
-    import warnings
-
     import dask
     from dask import delayed
 
     from ..privacy._mechanisms import noise_scale
 
-    eps = float(epsilon) / noise_scale()
-    if math.isinf(eps):
-        raise TypeError(
-            "The exact quantile (epsilon=inf) is not distributed: pass the "
-            "bound, or a finite epsilon."
-        )
-    lo, hi = (float(b) for b in bounds)
-    if not (lo < hi) or (log_scale and lo <= 0):
-        raise ValueError("bounds must satisfy low < high (and low > 0 on a log scale).")
-    a, b = (math.log(lo), math.log(hi)) if log_scale else (lo, hi)
-    edges = np.linspace(a, b, int(n_cells) + 1)
-    n = int(values.shape[0])
-    if n == 0:
-        out = rng.uniform(edges[0], edges[-1])
-        return float(math.exp(out) if log_scale else out)
+    _exact_quantile_refused(float(epsilon) / noise_scale())
+    lo, hi, edges = _quantile_edges(bounds, log_scale, n_cells)
     parts = dask.compute(
         *[
             delayed(_edge_counts)(blk, edges, lo, hi, log_scale)
@@ -1002,20 +1106,12 @@ def private_quantile_on_workers(
     counts = np.zeros(edges.size, dtype=np.int64)
     for p in parts:
         counts += p
-    below, upto = counts[:-1], counts[1:].copy()
-    upto[-1] = n  # the last cell is closed: it holds the values at ``hi``
-    target = quantile * n
-    utility = -np.maximum.reduce([below - target, target - upto, np.zeros(below.size)])
-    logw = np.log(np.diff(edges)) + 0.5 * eps * utility
-    i = int(np.argmax(logw + rng.gumbel(size=logw.size)))
-    if i in (0, logw.size - 1):
-        warnings.warn(
-            f"The private {quantile:g}-quantile fell in the "
-            f"{'first' if i == 0 else 'last'} cell of its public range "
-            f"{tuple(bounds)}: the quantile may lie outside the range, or "
-            "n * epsilon is too small to locate it.",
-            UserWarning,
-            stacklevel=2,
-        )
-    out = rng.uniform(edges[i], edges[i + 1])
-    return float(math.exp(out) if log_scale else out)
+    return quantile_from_counts(
+        counts,
+        int(values.shape[0]),
+        quantile,
+        epsilon,
+        bounds=bounds,
+        rng=rng,
+        log_scale=log_scale,
+    )
