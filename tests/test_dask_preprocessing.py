@@ -308,3 +308,22 @@ def test_private_pipeline_on_dask_matches_numpy(client):
         out = getattr(b, method)(_dask(X))
         assert isinstance(out, da.Array)
         np.testing.assert_allclose(out.compute(), getattr(a, method)(X))
+
+
+def test_private_pipeline_never_gathers_rows_on_the_driver(client, monkeypatch):
+    X = _data(n=1500, seed=1, missing=0.05)
+    y = (np.nan_to_num(X[:, 0]) > 0).astype(int)
+    Xd, yd = _dask(X), da.from_array(y, chunks=CHUNKS)
+
+    class Gathered(BaseException):
+        pass
+
+    def gather(self, *args, **kwargs):
+        raise Gathered("a dask input was converted to numpy on the driver")
+
+    monkeypatch.setattr(type(Xd), "__array__", gather)
+    with pytest.raises(Gathered):
+        np.asarray(Xd)
+    pipe = _pipeline().fit(Xd, yd)
+    assert np.all(np.isfinite(pipe[-1].coef_))
+    assert isinstance(pipe.predict(Xd), da.Array)
