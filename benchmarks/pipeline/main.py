@@ -9,7 +9,8 @@ Pipelines (numeric columns in raw units, categoricals as strings):
   ``mu**2``) to the scaler and ``1 - s`` to the model; the ledger certifies the
   total.
 - ``private_est_bounds``: the same with ``s = 0.1``, the scaler's bounds
-  estimated privately (``bounds=None``, its default ``bounds_share``); its
+  estimated privately (``bounds=None``, its default ``estimation_share``, a
+  share of the scaler's ``mu**2``, or ``--bounds-share``); its
   pure-epsilon quantiles make the GDP split inexact, so the model gets 98% of
   its split epsilon (the accountant checks the total).
 - ``nonprivate_pre``: scikit-learn's StandardScaler (fitted on the private rows,
@@ -66,9 +67,11 @@ DELTA = 1e-6
 CATS = [CATEGORIES[c] for c in CATEGORICAL]
 
 
-def private_pre(eps, seed, acc, *, estimate_bounds=False):
+def private_pre(eps, seed, acc, *, estimate_bounds=False, bounds_share=None):
     lo, hi = bounds()
+    extra = {} if bounds_share is None else {"estimation_share": bounds_share}
     scaler = StandardScaler(
+        **extra,
         bounds=None if estimate_bounds else (lo, hi),
         epsilon=eps,
         delta=DELTA,
@@ -130,11 +133,13 @@ def evaluate(pipe, Xtr, ytr, Xte, yte, fair):
     return acc, wgl, seconds, unscaled
 
 
-def run(epsilons, shares, seeds, fair):
+def run(epsilons, shares, seeds, fair, only=None, bounds_share=None):
     Xtr, ytr, Xte, yte = load_adult()
     rows = []
 
     def add(kind, eps, share, seed, pipe, total, fair_flag=False):
+        if only is not None and kind not in only:
+            return
         acc, wgl, sec, unscaled = evaluate(pipe, Xtr, ytr, Xte, yte, fair_flag)
         if total is None:  # the accountant's exact composition
             total = spent(pipe)[0]
@@ -185,7 +190,13 @@ def run(epsilons, shares, seeds, fair):
                     # the GDP split is then not exact, and the model's full
                     # share would overspend by a hair. Give it 2% less.
                     pipe = make_pipeline(
-                        private_pre(e_pre, seed, acc, estimate_bounds=True),
+                        private_pre(
+                            e_pre,
+                            seed,
+                            acc,
+                            estimate_bounds=True,
+                            bounds_share=bounds_share,
+                        ),
                         model(0.98 * e_mod, seed, acc),
                     )
                     add("private_est_bounds", eps, share, seed, pipe, None)
@@ -270,6 +281,21 @@ def main():
     )
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument(
+        "--only",
+        nargs="+",
+        default=None,
+        help="run only these pipelines (for example private_est_bounds)",
+    )
+    parser.add_argument(
+        "--bounds-share",
+        type=float,
+        default=None,
+        help="estimation_share of the scaler in private_est_bounds (default: its own)",
+    )
+    parser.add_argument(
+        "--out", default=None, help="results name (default private_pipeline)"
+    )
+    parser.add_argument(
         "--fair", action="store_true", help="also MinimaxFairClassifier"
     )
     args = parser.parse_args()
@@ -278,9 +304,10 @@ def main():
         epsilons, shares, seeds = (1.0,), (0.05, 0.1), 1
     else:
         epsilons, shares, seeds = EPSILONS, SHARES, args.seeds
-    df = run(epsilons, shares, seeds, args.fair)
+    df = run(epsilons, shares, seeds, args.fair, args.only, args.bounds_share)
     os.makedirs(RESULTS, exist_ok=True)
     name = "private_pipeline_quick" if args.quick else "private_pipeline"
+    name = args.out or name
     df.to_csv(os.path.join(RESULTS, name + ".csv"), index=False)
     table = report(df, seeds, os.path.join(RESULTS, name + ".md"))
     print(table.to_string())
