@@ -20,7 +20,9 @@ Pipelines (numeric columns in raw units, categoricals as strings):
   model with the whole epsilon: what a new user gets.
 - ``sklearn_lr``: non-private LogisticRegression after non-private preprocessing.
 - ``fair_*`` (``--fair``): the same two pipelines ending in
-  MinimaxFairClassifier with ``sensitive_features=sex``.
+  MinimaxFairClassifier with ``sensitive_features=sex`` (its private
+  feature-norm bound is pure epsilon: in ``fair_private`` it gets 98% of its
+  split epsilon, as ``private_est_bounds``).
 
 Train on adult.data, score on adult.test. Usage::
 
@@ -31,6 +33,7 @@ Writes ``benchmarks/results/private_pipeline.md`` (and ``.csv``).
 
 import argparse
 import os
+import sys
 import time
 import warnings
 
@@ -177,9 +180,15 @@ def run(epsilons, shares, seeds, fair, only=None, bounds_share=None):
                 for share in shares:
                     e_pre, e_mod = split_epsilon(eps, DELTA, [share, 1 - share])
                     acc = PrivacyAccountant(eps, DELTA)
+                    # MinimaxFairClassifier's private feature-norm bound is a
+                    # pure-epsilon release (since the norm bounds were merged):
+                    # the GDP split is then inexact and its full share would
+                    # overspend the ledger by a hair. Give it 2% less, as the
+                    # estimated-bounds pipeline below.
+                    e_fit = 0.98 * e_mod if is_fair else e_mod
                     pipe = make_pipeline(
                         private_pre(e_pre, seed, acc),
-                        model(e_mod, seed, acc, fair=is_fair),
+                        model(e_fit, seed, acc, fair=is_fair),
                     )
                     add(prefix + "private", eps, share, seed, pipe, None, is_fair)
                 if not is_fair:
@@ -218,7 +227,7 @@ def _markdown(table):
     return "\n".join([head, rule, *body])
 
 
-def report(df, seeds, path):
+def report(df, seeds, path, command=None):
     def agg(g):
         n = len(g)
         return pd.Series(
@@ -244,7 +253,12 @@ def report(df, seeds, path):
         "# All-private pipeline on raw UCI Adult",
         "",
         "Command: `PYTHONPATH=. nice -n 10 python -m benchmarks.pipeline.main "
-        f"--seeds {seeds}{' --fair' if (df.pipeline.str.startswith('fair')).any() else ''}`"
+        + (
+            command
+            or f"--seeds {seeds}"
+            + (" --fair" if df.pipeline.str.startswith("fair").any() else "")
+        )
+        + "`"
         f" (train adult.data n=32561, test adult.test n=16281, delta={DELTA:g}, "
         f"{seeds} seeds; scikit-learn {sklearn.__version__}).",
         "",
@@ -309,7 +323,9 @@ def main():
     name = "private_pipeline_quick" if args.quick else "private_pipeline"
     name = args.out or name
     df.to_csv(os.path.join(RESULTS, name + ".csv"), index=False)
-    table = report(df, seeds, os.path.join(RESULTS, name + ".md"))
+    table = report(
+        df, seeds, os.path.join(RESULTS, name + ".md"), " ".join(sys.argv[1:])
+    )
     print(table.to_string())
 
 
