@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..privacy import (
+    Budget,
     ComposedDpEvent,
     private_quantile,
     private_quantile_event,
@@ -28,6 +29,8 @@ __all__ = [
     "saturate",
     "BOUNDS_CONSTRAINT",
     "QUANTILE_RANGE",
+    "quantile_epsilon",
+    "share_quantile_epsilon",
 ]
 
 #: Parameter constraint of a transformer's ``bounds`` (``None``: estimate them).
@@ -117,6 +120,38 @@ def quantile_epsilon(epsilon, share, n_features):
     if math.isinf(epsilon):
         return math.inf
     return float(share) * float(epsilon) / (2 * max(int(n_features), 1))
+
+
+def share_quantile_epsilon(epsilon, delta, share, n_features):
+    """Pure epsilon of each bound quantile, from a share of the GDP budget.
+
+    The ``estimation_share`` unit of every skdp estimator: the fit's target
+    ``(epsilon, delta)`` is the GDP budget ``mu`` (:class:`skdp.privacy.Budget`)
+    and the ``2 * n_features`` quantiles take ``share`` of ``mu**2``, split
+    evenly. A pure step with ``epsilon_q`` costs ``epsilon_q**2 / 2`` in
+    zCDP, so each gets ``epsilon_q = mu sqrt(share / (2 n_features))``. This
+    only chooses how much noise; the accountant certifies the composition of
+    the quantiles and the rest of the fit exactly.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon of the fit, in (0, inf].
+    delta : float
+        Target delta of the fit.
+    share : float
+        Share of ``mu**2``, in (0, 1).
+    n_features : int
+
+    Returns
+    -------
+    float
+        ``inf`` when ``epsilon`` is ``inf``.
+    """
+    if math.isinf(epsilon):
+        return math.inf
+    budget = Budget.from_target(epsilon, delta, margin=False)
+    return budget.share(share, 2 * max(int(n_features), 1)).mu
 
 
 def bounds_event(epsilon_q, n_features):

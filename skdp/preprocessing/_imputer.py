@@ -21,11 +21,10 @@ from ..privacy import (
     gaussian_mechanism,
 )
 from ..solvers._distributed import is_dask_collection
-from ..utils._sparse import as_float_columns
 from ._base import PrivateTransformerMixin
 from ._bounds import BOUNDS_CONSTRAINT
 from ._dask_fit import lazy_transform, validate_dask_rows
-from ._moments import clipped_unit_values, moments_sensitivity
+from ._moments import clipped_unit_values, moments_sensitivity, sparse_columns
 
 __all__ = ["SimpleImputer", "private_observed_mean"]
 
@@ -94,20 +93,14 @@ def _sparse_observed_statistic(X, lower, upper):
     Column sums over the stored entries plus ``n - nnz_j`` implicit zeros,
     each with the unit value of ``0`` clipped to the column's bounds.
     """
-    X = as_float_columns(X)  # duplicates summed: one value per record and column
+    X, cols, lower, upper, implicit, u_zero = sparse_columns(X, lower, upper)
     n, d = X.shape
-    lower = np.broadcast_to(np.asarray(lower, dtype=float), (d,))
-    upper = np.broadcast_to(np.asarray(upper, dtype=float), (d,))
-    counts = np.diff(X.indptr)
-    cols = np.repeat(np.arange(d), counts)
     missing = np.isnan(X.data)
     u_data = np.where(
         missing,
         0.0,
         clipped_unit_values(np.nan_to_num(X.data), lower[cols], upper[cols]),
     )
-    u_zero = clipped_unit_values(np.zeros(d), lower, upper)
-    implicit = n - counts
     stat = np.empty(2 * d)
     with np.errstate(all="ignore"):
         stat[0::2] = (np.bincount(cols, u_data, minlength=d) + implicit * u_zero) / n

@@ -10,7 +10,7 @@ from sklearn.base import (
     TransformerMixin,
     _fit_context,
 )
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ..privacy import (
@@ -25,13 +25,16 @@ from ._bounds import (
     BOUNDS_CONSTRAINT,
     bounds_event,
     estimate_bounds,
-    quantile_epsilon,
     saturate,
+    share_quantile_epsilon,
 )
 from ._dask_fit import lazy_transform, validate_dask_rows
 from ._moments import private_moments
 
 __all__ = ["StandardScaler"]
+
+#: Default ``estimation_share`` (of ``mu**2``) of the private bounds.
+ESTIMATION_SHARE = 0.3
 
 
 class StandardScaler(
@@ -66,7 +69,7 @@ class StandardScaler(
         privately: a low and a high quantile per column (levels
         ``0.005``/``0.995`` when ``n`` and the budget allow, lower otherwise)
         by the exponential mechanism of :func:`skdp.privacy.private_quantile`,
-        from ``bounds_share`` of ``epsilon``. Declared bounds cost nothing
+        from ``estimation_share`` of the budget. Declared bounds cost nothing
         and are more accurate: prefer them (a schema's documented ranges).
     with_mean : bool, default=True
         Centre the data at the private mean.
@@ -83,11 +86,19 @@ class StandardScaler(
         Privacy budget of the fit, in (0, inf]. ``inf`` is not private.
     delta : float or None, default=None
         ``None`` resolves to ``n ** -1.1`` at fit (``delta_``).
-    bounds_share : float, default=0.3
-        Share of ``epsilon`` (split evenly, as pure epsilon, over the
-        ``2 n_features`` quantiles) spent on the bounds when
-        ``bounds=None``. The Gaussian release is calibrated to what remains
-        by the exact accountant, so the pair is ``(epsilon, delta)``-DP.
+    estimation_share : float, default=0.3
+        Share of the budget spent on the bounds when ``bounds=None``, in the
+        unit of every skdp estimator: a share of ``mu**2``, the GDP budget
+        of ``(epsilon, delta)`` (:class:`skdp.privacy.Budget`). It is split
+        evenly over the ``2 n_features`` pure-DP quantiles, each at
+        ``epsilon_q = mu sqrt(estimation_share / (2 n_features))`` (the same
+        zCDP cost). The Gaussian release is calibrated to what remains by
+        the exact accountant, so the pair is ``(epsilon, delta)``-DP.
+        Ignored with declared bounds.
+    bounds_share : float, default="deprecated"
+        Deprecated old name of ``estimation_share`` (renamed in 0.2, removed
+        in 0.3); its value is now read as a share of ``mu**2``, not of
+        ``epsilon``.
     accountant : PrivacyAccountant or None, default=None
         Shared budget to spend from.
     random_state : int, Generator or None, default=None
@@ -164,8 +175,14 @@ class StandardScaler(
         "with_mean": ["boolean"],
         "with_std": ["boolean"],
         "clip": ["boolean"],
-        "bounds_share": [Interval(Real, 0, 1, closed="neither")],
+        "estimation_share": [Interval(Real, 0, 1, closed="neither")],
+        "bounds_share": [
+            Interval(Real, 0, 1, closed="neither"),
+            Hidden(StrOptions({"deprecated"})),
+        ],
     }
+
+    _renamed_parameters = {"bounds_share": "estimation_share"}
 
     def __init__(
         self,
@@ -176,7 +193,8 @@ class StandardScaler(
         clip=True,
         epsilon=1.0,
         delta=None,
-        bounds_share=0.3,
+        estimation_share=ESTIMATION_SHARE,
+        bounds_share="deprecated",
         accountant=None,
         random_state=None,
     ):
@@ -186,6 +204,7 @@ class StandardScaler(
         self.clip = clip
         self.epsilon = epsilon
         self.delta = delta
+        self.estimation_share = estimation_share
         self.bounds_share = bounds_share
         self.accountant = accountant
         self.random_state = random_state
@@ -196,7 +215,9 @@ class StandardScaler(
             return NoOpDpEvent(), None, 0.0
         eps_q = None
         if self.bounds is None:
-            eps_q = quantile_epsilon(self.epsilon, self.bounds_share, d)
+            eps_q = share_quantile_epsilon(
+                self.epsilon, delta, self._estimation_share(), d
+            )
         if np.isinf(self.epsilon):
             return self._plan_or_free(None), eps_q, 0.0
         other = None if eps_q is None else bounds_event(eps_q, d)
