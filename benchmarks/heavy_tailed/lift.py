@@ -62,6 +62,8 @@ CONFIGS = {
     "eps=1e4 shrink avg.25 step1.6 clip.4": (1e4, True, 0.25, 1.6, 0.4, 0.04),
     "default": None,
 }
+#: The rule before this benchmark, for the held-out tasks.
+HELDOUT_CONFIGS = ("noshrink avg.5 clip.3", "default")
 
 TASKS = {
     "tune": {"heavy-tailed t(3), n=1e5, d=20": lambda: heavy_task(100_000, 20)},
@@ -105,6 +107,8 @@ def main():
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     configs = CONFIGS
+    if args.tasks == "heldout":
+        configs = {k: CONFIGS[k] for k in HELDOUT_CONFIGS}
     if args.configs:
         configs = {k: CONFIGS[k] for k in args.configs.split(",")}
     tasks = {}
