@@ -743,12 +743,15 @@ _COMMON_DOC = """
         Gradient steps of each full-batch run (``known_lipschitz``, and each
         chunk of ``localized``). Noise is calibrated to this number.
         ``"auto"`` (regression) is a public rule of ``n``: with
-        ``known_lipschitz`` and ``n >= 10_000``, 100 steps with at least 30%
-        of the per-sample gradients clipped, at most 0.3% of the rows
-        truncated (1% otherwise) and (squared loss, intercept, no
-        ``radius`` or ``G_k``) a private intercept correction on 4% of the
-        budget (a clipped mean residual); else 30 steps (measured in
-        ``benchmarks/heavy_tailed/rule.py``).
+        ``known_lipschitz`` and ``n >= 10_000``, 100 steps with at least 40%
+        of the per-sample gradients clipped, a default step of at least
+        ``0.4 / (curvature s**2)``, the iterates from step 25 on averaged
+        (the second half otherwise), at most 0.3% of the rows truncated (1%
+        otherwise) and (squared loss, intercept, no ``radius`` or ``G_k``)
+        a private intercept correction on 4% of the budget (a clipped mean
+        residual, shrunk towards 0 by its standard error); else 30 steps
+        (measured in ``benchmarks/heavy_tailed/rule.py`` and
+        ``benchmarks/heavy_tailed/lift.py``).
     step_size : float, default=None
         Full-batch step, in the units of the data (used as given, and no
         feature scale is released). Default:
