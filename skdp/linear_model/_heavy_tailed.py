@@ -650,7 +650,7 @@ def _correct_intercept(X, y, w, info, plan, rng):
         residuals = y - fitted - w[-1]
     shift, bound = intercept_shift(residuals, plan, rng)
     if _SHRINK_INTERCEPT:
-        shift = shrink_shift(shift, bound, plan, residuals.shape[0])
+        shift = shrink_shift(shift, bound, plan, X.shape[0])  # n is public
     w = np.array(w, dtype=float, copy=True)
     w[-1] += shift
     return w, {**info, "intercept_shift": shift, "residual_bound": bound}
