@@ -262,6 +262,12 @@ def _stage_reg(reg, stage_coefs, clip_levels, windows):
     return reg(list(stage_coefs), clip_levels.copy(), list(windows))
 
 
+def _first_averaged(n_steps, average_from):
+    if not 0.0 <= average_from < 1.0:
+        raise ValueError("average_from must be in [0, 1).")
+    return int(math.floor(average_from * n_steps))
+
+
 def _prox_step(w, data_grad, lr, reg, center, radius):
     # argmin_x lr <g, x> + lr reg/2 ||x - center||^2 + 1/2 ||x - w||^2, then
     # projection (Algorithm 1, line 5, with the regulariser centred at center)
@@ -287,6 +293,7 @@ def clipped_dp_gd(
     radius=math.inf,
     row_norms=None,
     stages=None,
+    average_from=0.5,
 ):
     """Full-batch DP-GD with per-sample clipping (Algorithm 1, practical form).
 
@@ -355,6 +362,11 @@ def clipped_dp_gd(
         so the privacy cost) is that of one run of ``plan.n_steps`` steps:
         the penalty is data independent, and the stage averages are
         post-processing. ``None``: one stage, ``(plan.n_steps, reg)``.
+    average_from : float, default=0.5
+        Without ``stages``: ``coef`` averages the iterates from step
+        ``floor(average_from * T)`` on (0.5: the second half). Public, and
+        post-processing: a longer tail averages more of the gradient noise
+        once the run has converged.
 
     Returns
     -------
@@ -387,7 +399,7 @@ def clipped_dp_gd(
         if sum(k for k, _, _ in stages) != T or min(k for k, _, _ in stages) < 1:
             raise ValueError("stages must have positive lengths adding up to n_steps.")
     else:
-        stages = [(T, reg, None)]
+        stages = [(T, reg, T - _first_averaged(T, average_from))]
     # step -> (stage index, first averaged step of the stage, last step)
     stage_of, start = [], 0
     for k, (length, _, n_last) in enumerate(stages):
@@ -418,7 +430,7 @@ def clipped_dp_gd(
     step_sizes = np.empty(T)
     acc = np.zeros(d)
     n_avg = 0
-    first_avg = T // 2 if not staged else stage_of[0][1]
+    first_avg = stage_of[0][1]
     stage_windows, window = [], []
     reg = _stage_reg(stages[0][1], stage_coefs, clip_levels[:0], stage_windows)
     # divergence guard state: the last accepted point and the accepted point
