@@ -320,6 +320,39 @@ def test_heavy_tailed_rows_keep_their_scale_without_noise():
     assert s == pytest.approx(raw)
 
 
+def test_multinomial_step_rule():
+    from skdp.solvers.heavy_tailed.gd import practical_step_size
+    from skdp.solvers.heavy_tailed.multinomial import (
+        MULTINOMIAL_CURVATURE,
+        MULTINOMIAL_STEP_BOOST,
+        multinomial_step_size,
+    )
+
+    full = 1.0 / MULTINOMIAL_CURVATURE
+    ps = np.linspace(0.0, 0.7, 50)
+    steps = np.array([multinomial_step_size(p) for p in ps])
+    assert steps[0] == full and np.all(steps <= full) and np.all(np.diff(steps) <= 0)
+    for p, st in zip(ps, steps):
+        binary = practical_step_size(MULTINOMIAL_CURVATURE, p)
+        assert st == pytest.approx(min(full, MULTINOMIAL_STEP_BOOST * binary))
+    assert steps[-1] >= 1.0  # never the binary rule's 1 / (8 L) under heavy clipping
+
+
+def test_heavily_clipped_multinomial_fit_takes_the_boosted_step():
+    # K = 10, n = 5000, eps = 1: a private clip search with a large clipped
+    # fraction; the step (in units of s**2) is the multinomial rule's, at
+    # least 1, not the binary rule's 0.3
+    from skdp.solvers.heavy_tailed.multinomial import multinomial_step_size
+
+    X, y = _multiclass(5000, d=10, K=10, seed=2, tails="t")
+    clf = HeavyTailedLogisticRegression(
+        epsilon=1.0, classes=range(10), random_state=0
+    ).fit(X, y)
+    assert np.ptp(clf.clip_thresholds_) > 0  # the clip level was searched
+    unit_step = clf.step_sizes_[0] * clf.feature_scale_**2
+    assert 1.0 <= unit_step < multinomial_step_size(0.0)
+
+
 def test_clipped_sum_is_silent_for_subnormal_probabilities():
     # softmax probability exp(-740) is subnormal; scaling it by the clip
     # factor underflowed outside errstate (a record-dependent exception).
