@@ -53,6 +53,7 @@ from ..solvers.heavy_tailed.multinomial import (
     MULTINOMIAL_CURVATURE,
     make_shared_ovr_plan,
     multinomial_dp_gd,
+    multinomial_step_size,
     ovr_dp_gd,
 )
 from ..solvers.heavy_tailed.onepass import (
@@ -558,6 +559,8 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
             if self.step_size is not None
             else practical_step_size(curvature, 0.0 if fixed else plan.gd.clip_fraction)
         )
+        if self.step_size is None and not shared_ovr and not use_paper:
+            step = multinomial_step_size(0.0 if fixed else plan.gd.clip_fraction)
         res = (ovr_dp_gd if shared_ovr else multinomial_dp_gd)(
             Xp,
             labels,
