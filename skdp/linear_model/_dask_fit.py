@@ -16,7 +16,12 @@ import numpy as np
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
 from ..solvers._distributed import as_dask_xy, reject_dask
 
-__all__ = ["fit_heavy_tailed_on_dask", "validate_dask_rows"]
+__all__ = [
+    "check_budget_before_pass",
+    "dask_rows_for_one_pass",
+    "fit_heavy_tailed_on_dask",
+    "validate_dask_rows",
+]
 
 
 def _check_supported(est, X):
@@ -76,6 +81,52 @@ def validate_dask_rows(est, X, y, labels=False):
     if hasattr(est, "feature_names_in_"):
         del est.feature_names_in_
     return X, y
+
+
+def dask_rows_for_one_pass(est, X, y):
+    """Dask rows for a fit that reads them once (no validation pass).
+
+    Only the public shapes and chunk sizes are read; ``nan``/``inf`` are
+    refused from flags computed in the same per-chunk pass as the exact sums
+    (:func:`~skdp.solvers._distributed.clipped_statistics`), before the plan
+    is charged (:func:`check_budget_before_pass`). Sets ``n_features_in_``.
+
+    Parameters
+    ----------
+    est : estimator
+    X : dask array or DataFrame of shape (n, d)
+    y : dask array or Series of shape (n,)
+
+    Returns
+    -------
+    X, y : dask.array.Array
+    """
+    X, y = as_dask_xy(X, y)
+    est.n_features_in_ = int(X.shape[1])
+    if hasattr(est, "feature_names_in_"):
+        del est.feature_names_in_
+    return X, y
+
+
+def check_budget_before_pass(est, plan):
+    """Refuse an over-budget fit before its one pass reads the data.
+
+    A one-pass dask fit charges ``plan`` after the pass (once its
+    finiteness flags are known), so the accountant's refusal is checked
+    here first, without charging: an over-budget fit reads nothing, as on
+    the numpy path. Charging stays bookkeeping; the noise is drawn after it.
+
+    Parameters
+    ----------
+    est : PrivateEstimatorMixin
+    plan : DpEvent
+        The fit's whole plan (what ``est._spend`` will charge).
+    """
+    acc = est.accountant
+    if acc is None:
+        return
+    if (np.isinf(est.epsilon) and not np.isinf(acc.epsilon)) or not acc.can_spend(plan):
+        est._spend(plan)  # raises the numpy path's refusal; nothing is charged
 
 
 def fit_heavy_tailed_on_dask(est, X, y):

@@ -20,11 +20,11 @@ import warnings
 import numpy as np
 
 from ..privacy import reachable_quantile_level
+from ..privacy._mechanisms import quantile_from_counts
 from ..solvers._distributed import (
     as_dask_xy,
     column_edge_counts_on_workers,
     lazy_rows,
-    quantile_from_counts,
     record_sum,
     reject_dask,
 )
@@ -267,8 +267,9 @@ def estimate_bounds_on_workers(X, epsilon_q, rng):
     public cell edge of :data:`~._bounds.QUANTILE_RANGE` (per chunk on the
     workers, summed on the driver); the driver then draws the low and the
     high quantile of every column in the numpy path's order
-    (:func:`~skdp.solvers._distributed.quantile_from_counts`), widens a
-    column whose releases meet by one cell and maps back by ``sinh``.
+    (:func:`~skdp.privacy._mechanisms.quantile_from_counts`, the function
+    that draws the numpy release too), widens a column whose releases meet
+    by one cell and maps back by ``sinh``.
 
     Parameters
     ----------
