@@ -14,10 +14,10 @@ classification with declared ``classes`` (binary, or multinomial with the
 import numpy as np
 
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
-from ..solvers._distributed import as_dask_xy, reject_dask
+from ..solvers._distributed import as_dask_xy, check_budget_before_pass, reject_dask
 
 __all__ = [
-    "check_budget_before_pass",
+    "check_budget_before_pass",  # from solvers._distributed
     "dask_rows_for_one_pass",
     "fit_heavy_tailed_on_dask",
     "validate_dask_rows",
@@ -106,27 +106,6 @@ def dask_rows_for_one_pass(est, X, y):
     if hasattr(est, "feature_names_in_"):
         del est.feature_names_in_
     return X, y
-
-
-def check_budget_before_pass(est, plan):
-    """Refuse an over-budget fit before its one pass reads the data.
-
-    A one-pass dask fit charges ``plan`` after the pass (once its
-    finiteness flags are known), so the accountant's refusal is checked
-    here first, without charging: an over-budget fit reads nothing, as on
-    the numpy path. Charging stays bookkeeping; the noise is drawn after it.
-
-    Parameters
-    ----------
-    est : PrivateEstimatorMixin
-    plan : DpEvent
-        The fit's whole plan (what ``est._spend`` will charge).
-    """
-    acc = est.accountant
-    if acc is None:
-        return
-    if (np.isinf(est.epsilon) and not np.isinf(acc.epsilon)) or not acc.can_spend(plan):
-        est._spend(plan)  # raises the numpy path's refusal; nothing is charged
 
 
 def fit_heavy_tailed_on_dask(est, X, y):

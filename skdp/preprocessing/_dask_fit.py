@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-def validate_dask_rows(est, X, *, allow_nan=False, needs_bounds=True):
+def validate_dask_rows(est, X, *, allow_nan=False, needs_bounds=True, read=True):
     """Dask rows with the numpy path's input checks, before anything is spent.
 
     One pass over the rows refuses ``inf`` (and ``nan`` unless
@@ -58,6 +58,11 @@ def validate_dask_rows(est, X, *, allow_nan=False, needs_bounds=True):
         they are estimated privately (:func:`estimate_bounds_on_workers`),
         which needs a finite ``epsilon`` (the exact quantiles of
         ``epsilon=inf`` are not distributed: refused here).
+    read : bool, default=True
+        ``False``: shapes only, no pass; the fit's one statistics pass
+        refuses ``nan``/``inf`` from flags computed with its sums
+        (:func:`unit_moments_on_workers`, :func:`observed_sums_on_workers`)
+        and the fit charges its plan only after that pass.
 
     Returns
     -------
@@ -70,13 +75,15 @@ def validate_dask_rows(est, X, *, allow_nan=False, needs_bounds=True):
     X, _ = as_dask_xy(X)
     if X.shape[0] < 1 or X.shape[1] < 1:
         raise ValueError(f"Found array with shape {X.shape}: a fit needs data.")
-    if allow_nan:
+    if not read:
+        pass
+    elif allow_nan:
         ok = bool((~da.isinf(X)).all().compute())
         message = "Input X contains infinity."
     else:
         ok = bool(da.isfinite(X).all().compute())
         message = "Input X contains NaN or infinity."
-    if not ok:  # not echoed: where the value is would be a further release
+    if read and not ok:  # not echoed: where the value is, a further release
         raise ValueError(message)
     est.n_features_in_ = int(X.shape[1])
     if hasattr(est, "feature_names_in_"):
@@ -85,13 +92,17 @@ def validate_dask_rows(est, X, *, allow_nan=False, needs_bounds=True):
 
 
 def _unit_sums(Xb, lower, upper, with_var):
-    # one chunk (on its worker): column sums of u and of 2 u**2, interleaved
+    # one chunk (on its worker): column sums of u and of 2 u**2, interleaved,
+    # then a flag (1.0 if the chunk holds nan/inf) summed with them
     U = clipped_unit_values(Xb, lower, upper)
+    d = U.shape[1]
+    out = np.empty((2 if with_var else 1) * d + 1)
     if not with_var:
-        return U.sum(axis=0)
-    out = np.empty(2 * U.shape[1])
-    out[0::2] = U.sum(axis=0)
-    out[1::2] = 2.0 * np.sum(U * U, axis=0)
+        out[:d] = U.sum(axis=0)
+    else:
+        out[0 : 2 * d : 2] = U.sum(axis=0)
+        out[1 : 2 * d : 2] = 2.0 * np.sum(U * U, axis=0)
+    out[-1] = 0.0 if np.isfinite(Xb).all() else 1.0
     return out
 
 
@@ -101,7 +112,9 @@ def unit_moments_on_workers(X, lower, upper, with_var):
     Each chunk is clipped to the public bounds and mapped to unit values on
     its worker; its column sums of ``u`` (and ``2 u**2``) are added on the
     driver and divided by ``n``: the numpy statistic up to the order of the
-    additions, with the same replace-one sensitivity ``sqrt(d) / n``.
+    additions, with the same replace-one sensitivity ``sqrt(d) / n``. Each
+    chunk also flags ``nan``/``inf`` in the same pass: refused (the numpy
+    path's error) before anything is returned.
 
     Parameters
     ----------
@@ -116,16 +129,21 @@ def unit_moments_on_workers(X, lower, upper, with_var):
     sums = record_sum(
         _unit_sums, (X,), np.asarray(lower, float), np.asarray(upper, float), with_var
     )
-    return sums / X.shape[0]
+    if sums[-1] != 0:  # the flags of this same pass; nothing is released
+        raise ValueError("Input X contains NaN or infinity.")
+    return sums[:-1] / X.shape[0]
 
 
 def _observed_sums(Xb, lower, upper):
-    # one chunk: column sums of u o and of the observed indicator o
+    # one chunk: column sums of u o and of the observed indicator o, then a
+    # flag (1.0 if the chunk holds inf) summed with them
     observed = ~np.isnan(Xb)
     U = np.where(observed, clipped_unit_values(np.nan_to_num(Xb), lower, upper), 0.0)
-    out = np.empty(2 * Xb.shape[1])
-    out[0::2] = U.sum(axis=0)
-    out[1::2] = observed.sum(axis=0)
+    d = Xb.shape[1]
+    out = np.empty(2 * d + 1)
+    out[0 : 2 * d : 2] = U.sum(axis=0)
+    out[1 : 2 * d : 2] = observed.sum(axis=0)
+    out[-1] = 1.0 if np.isinf(Xb).any() else 0.0
     return out
 
 
@@ -135,6 +153,8 @@ def observed_sums_on_workers(X, lower, upper, count_weight):
     Per chunk on the workers: the column sums of the clipped unit values of
     the observed entries and the observed counts; on the driver, their sum
     over chunks divided by ``n`` (the counts weighted by ``count_weight``).
+    ``inf`` is flagged per chunk in the same pass and refused (the numpy
+    path's error) before anything is returned.
 
     Parameters
     ----------
@@ -150,6 +170,9 @@ def observed_sums_on_workers(X, lower, upper, count_weight):
     sums = record_sum(
         _observed_sums, (X,), np.asarray(lower, float), np.asarray(upper, float)
     )
+    if sums[-1] != 0:  # the flags of this same pass; nothing is released
+        raise ValueError("Input X contains infinity.")
+    sums = sums[:-1]
     n = X.shape[0]
     stat = np.empty_like(sums)
     stat[0::2] = sums[0::2] / n

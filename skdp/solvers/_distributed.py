@@ -23,6 +23,7 @@ __all__ = [
     "as_float_records",
     "as_records",
     "bisection_counter",
+    "check_budget_before_pass",
     "clipped_statistics",
     "design_on_workers",
     "floored_design_on_workers",
@@ -202,6 +203,27 @@ def as_dask_xy(X, y=None, n_features=None, y_dtype=np.float64):
             f"X and y have different numbers of rows: {X.shape[0]} != {y.shape[0]}."
         )
     return X, y.rechunk((X.chunks[0],))
+
+
+def check_budget_before_pass(est, plan):
+    """Refuse an over-budget fit before its one pass reads the data.
+
+    A one-pass dask fit charges ``plan`` after the pass (once its
+    finiteness flags are known), so the accountant's refusal is checked
+    here first, without charging: an over-budget fit reads nothing, as on
+    the numpy path. Charging stays bookkeeping; the noise is drawn after it.
+
+    Parameters
+    ----------
+    est : PrivateEstimatorMixin
+    plan : DpEvent
+        The fit's whole plan (what ``est._spend`` will charge).
+    """
+    acc = est.accountant
+    if acc is None:
+        return
+    if (np.isinf(est.epsilon) and not np.isinf(acc.epsilon)) or not acc.can_spend(plan):
+        est._spend(plan)  # raises the numpy path's refusal; nothing is charged
 
 
 def _block_statistics(Xb, yb, labels, n_parts, feature_norm, target_bound, c):
