@@ -265,26 +265,32 @@ def _count_graph_runs(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "cls, kw, missing",
+    "cls, kw, missing, passes",
     [
-        (StandardScaler, {}, 0.0),
-        (StandardScaler, {"with_std": False}, 0.0),
-        (SimpleImputer, {"strategy": "mean"}, 0.1),
+        (StandardScaler, {}, 0.0, 1),
+        (StandardScaler, {"with_std": False}, 0.0, 1),
+        (SimpleImputer, {"strategy": "mean"}, 0.1, 1),
+        # private bounds: the cell counts' pass, then the moments' pass
+        (StandardScaler, {"bounds": None}, 0.0, 2),
+        (MinMaxScaler, {"bounds": None}, 0.0, 1),
     ],
 )
-def test_declared_bounds_fits_read_the_data_once(client, monkeypatch, cls, kw, missing):
-    """The nan/inf flags come from the sums' own pass (one graph run), the
-    plan is charged after it; same model and charge as numpy. A bad value is
-    refused with nothing charged; an over-budget fit runs no graph."""
+def test_fits_refuse_bad_values_in_their_statistics_pass(
+    client, monkeypatch, cls, kw, missing, passes
+):
+    """The nan/inf flags come from the first statistics pass (no validation
+    pass of its own), the plan is charged after it; same model and charge
+    as numpy. A bad value is refused with nothing charged; an over-budget
+    fit runs no graph."""
     from skdp import BudgetExceededError
 
     X = _data(missing=missing)
     runs = _count_graph_runs(monkeypatch)
     acc, other = (PrivacyAccountant(epsilon=10.0, delta=1e-5) for _ in range(2))
     b = _step(cls, accountant=acc, delta=None, **kw).fit(_dask(X))
-    assert len(runs) == 1 and len(acc.ledger) == 1
+    assert len(runs) == passes and len(acc.ledger) == 1
     a = _step(cls, accountant=other, delta=None, **kw).fit(X)
-    for name in ("mean_", "scale_", "statistics_"):
+    for name in ("mean_", "scale_", "statistics_", "data_min_", "data_max_"):
         if getattr(a, name, None) is not None:
             np.testing.assert_allclose(getattr(b, name), getattr(a, name), rtol=1e-9)
     assert a.privacy_spent_ == b.privacy_spent_
@@ -294,11 +300,11 @@ def test_declared_bounds_fits_read_the_data_once(client, monkeypatch, cls, kw, m
     fresh = PrivacyAccountant(epsilon=10.0, delta=1e-5)
     with pytest.raises(ValueError, match="NaN|infinity"):
         _step(cls, accountant=fresh, delta=None, **kw).fit(_dask(bad))
-    assert len(runs) == 2 and fresh.ledger == []
+    assert len(runs) == passes + 1 and fresh.ledger == []
     small = PrivacyAccountant(epsilon=0.5, delta=1e-5)
     with pytest.raises(BudgetExceededError, match="No data was used"):
         _step(cls, accountant=small, delta=None, **kw).fit(_dask(X))
-    assert len(runs) == 2 and small.ledger == []
+    assert len(runs) == passes + 1 and small.ledger == []
 
 
 def test_fits_never_gather_rows_on_the_driver(client, monkeypatch):

@@ -283,7 +283,7 @@ def check_categories_on_workers(encoder, X):
         raise ValueError("X contains a value outside the declared categories.")
 
 
-def estimate_bounds_on_workers(X, epsilon_q, rng):
+def estimate_bounds_on_workers(X, epsilon_q, rng, before_noise=None):
     """:func:`~._bounds.estimate_bounds` for dask rows (the same releases).
 
     One pass counts, per column, the values of ``asinh(x)`` below each
@@ -300,6 +300,9 @@ def estimate_bounds_on_workers(X, epsilon_q, rng):
     epsilon_q : float
         Pure epsilon of each quantile (finite).
     rng : numpy.random.Generator
+    before_noise : callable, optional
+        Called after the counts' pass (which refuses ``nan``/``inf`` from
+        per-chunk flags), before the first draw.
 
     Returns
     -------
@@ -320,7 +323,11 @@ def estimate_bounds_on_workers(X, epsilon_q, rng):
             UserWarning,
             stacklevel=4,
         )
-    counts = column_edge_counts_on_workers(X, QUANTILE_RANGE, transform=np.arcsinh)
+    counts = column_edge_counts_on_workers(
+        X, QUANTILE_RANGE, transform=np.arcsinh, refuse_non_finite=True
+    )
+    if before_noise is not None:
+        before_noise()
     cell = (QUANTILE_RANGE[1] - QUANTILE_RANGE[0]) / 2048
     lower, upper = np.empty(d), np.empty(d)
     kw = dict(bounds=QUANTILE_RANGE, rng=rng)

@@ -254,8 +254,8 @@ class StandardScaler(
         -------
         self : StandardScaler
         """
-        # declared bounds on dask: nan/inf refused from flags of the sums' pass
-        one_pass = self.bounds is not None and (self.with_mean or self.with_std)
+        # dask: nan/inf refused from flags of the first statistics pass
+        one_pass = self.with_mean or self.with_std
         if is_dask_collection(X):  # sums per chunk on the workers (._dask_fit)
             X = validate_dask_rows(
                 self, X, needs_bounds=self.with_mean or self.with_std, read=not one_pass
@@ -279,8 +279,11 @@ class StandardScaler(
             self._record_privacy(plan)
             return self
         # inline: a helper frame would shift estimate_bounds' stacklevel=3 warning
+        charge = partial(self._spend, plan) if one_pass else None
         lower, upper = (
-            declared if declared is not None else estimate_bounds(X, eps_q, rng)
+            declared
+            if declared is not None
+            else estimate_bounds(X, eps_q, rng, before_noise=charge)
         )
         self.bounds_ = (lower, upper)
         mean, var, _ = private_moments(
@@ -290,7 +293,7 @@ class StandardScaler(
             z,
             with_var=self.with_std,
             rng=rng,
-            before_noise=partial(self._spend, plan) if one_pass else None,
+            before_noise=charge if declared is not None else None,
         )
         self.mean_ = mean
         if self.with_std:

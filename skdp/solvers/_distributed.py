@@ -958,13 +958,15 @@ def multinomial_gradient_sum_on_workers(X, labels, W, norms, clip):
 # -- the exponential-mechanism quantile of skdp.privacy, from chunked counts ----
 
 
-def _column_edge_counts(block, edges, lo, hi, transform):
-    # one chunk: the edge counts of every column (after a public map)
+def _column_edge_counts(block, edges, lo, hi, transform, flag=False):
+    # one chunk: the edge counts of every column (after a public map), and
+    # with ``flag`` whether the chunk is finite (in the same pass)
     with np.errstate(all="ignore"):
         T = block if transform is None else transform(block)
-    return np.stack(
+    counts = np.stack(
         [_edge_counts(T[:, j], edges, lo, hi, False) for j in range(T.shape[1])]
     )
+    return (counts, bool(np.isfinite(block).all())) if flag else counts
 
 
 def _exact_quantile_refused(eps):
@@ -977,7 +979,9 @@ def _exact_quantile_refused(eps):
         )
 
 
-def column_edge_counts_on_workers(X, bounds, *, transform=None, n_cells=2048):
+def column_edge_counts_on_workers(
+    X, bounds, *, transform=None, n_cells=2048, refuse_non_finite=False
+):
     """Cell counts of every column of dask rows, for ``quantile_from_counts``.
 
     One pass: each worker maps its chunk by the public ``transform`` (e.g.
@@ -991,6 +995,9 @@ def column_edge_counts_on_workers(X, bounds, *, transform=None, n_cells=2048):
     bounds : tuple (low, high)
     transform : callable, optional
     n_cells : int, default=2048
+    refuse_non_finite : bool, default=False
+        Each chunk also flags ``nan``/``inf`` in the same pass; a flagged
+        chunk raises the numpy path's ``ValueError`` (nothing returned).
 
     Returns
     -------
@@ -1003,10 +1010,14 @@ def column_edge_counts_on_workers(X, bounds, *, transform=None, n_cells=2048):
     X = _to_array(X).astype(np.float64).rechunk({1: -1})
     parts = dask.compute(
         *[
-            delayed(_column_edge_counts)(b, edges, lo, hi, transform)
+            delayed(_column_edge_counts)(b, edges, lo, hi, transform, refuse_non_finite)
             for b in X.to_delayed().ravel()
         ]
     )
+    if refuse_non_finite:
+        if not all(ok for _, ok in parts):  # nothing is released
+            raise ValueError("Input X contains NaN or infinity.")
+        parts = [p for p, _ in parts]
     counts = np.zeros((X.shape[1], edges.size), dtype=np.int64)
     for p in parts:
         counts += p
