@@ -8,11 +8,15 @@ where they are added in chunk order, divided by the public ``n`` and released
 with the numpy path's noise, drawn from the transformer's generator.
 ``transform`` is a lazy map of the fitted (numpy) transform over the chunks.
 
-Input validation runs in a pass of its own before anything is charged, as on
-the numpy path. Bounds estimated privately (``bounds=None``) take one more
-pass: the exponential-mechanism quantiles' public cell counts of every
-column, summed over chunks, with the draws on the driver (finite
-``epsilon`` only).
+``nan``/``inf`` are refused, as on the numpy path, before anything is
+charged: from flags computed per chunk in the fit's first statistics pass
+(the fit checks the budget before that pass and charges its plan after it,
+before any noise). Bounds estimated privately (``bounds=None``) take one
+more pass, first: the exponential-mechanism quantiles' public cell counts
+of every column, summed over chunks, with the draws on the driver (finite
+``epsilon`` only). Only the fits that read nothing else (``MinMaxScaler``
+with declared bounds, ``SimpleImputer(strategy="constant")``) keep a
+validation pass of its own.
 """
 
 import warnings
