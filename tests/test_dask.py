@@ -193,7 +193,8 @@ def test_unsupported_fits_reject_dask_before_spending(client):
 @pytest.mark.parametrize("where", ["X", "y"])
 def test_non_finite_input_is_refused_before_charging(client, tuning, where):
     """As on the numpy path (threat_model.rst): nan/inf is refused before
-    anything is charged to the accountant."""
+    anything is charged to the accountant (from flags of the one statistics
+    pass) and nothing is released."""
     X, y = _data(n=1500)
     if where == "X":
         X[1000, 1] = np.nan
@@ -206,6 +207,56 @@ def test_non_finite_input_is_refused_before_charging(client, tuning, where):
     with pytest.raises(ValueError, match="NaN|infinity"):
         _ridge(tuning=tuning, accountant=acc, delta=None).fit(X, y)
     assert acc.ledger == []
+
+
+def _count_graph_runs(monkeypatch):
+    """Count the graphs the client runs (every compute/persist goes through
+    ``Client.get``): a pass over the data is one run."""
+    runs = []
+    get = distributed.Client.get
+
+    def counted(self, *args, **kwargs):
+        runs.append(1)
+        return get(self, *args, **kwargs)
+
+    monkeypatch.setattr(distributed.Client, "get", counted)
+    return runs
+
+
+@pytest.mark.parametrize("tuning", ["bilevel", "risk_estimate"])
+def test_sufficient_statistics_fit_reads_the_data_once(client, monkeypatch, tuning):
+    """The finiteness flags are computed in the same per-chunk pass as the
+    exact sums: one graph run per fit, the same model and charge as numpy."""
+    X, y = _data(n=2000)
+    runs = _count_graph_runs(monkeypatch)
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    b = _ridge(tuning=tuning, accountant=acc, delta=None).fit(*_dask(X, y))
+    assert len(runs) == 1
+    assert len(acc.ledger) == 1
+    other = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    a = _ridge(tuning=tuning, accountant=other, delta=None).fit(X, y)
+    _assert_same_model(a, b)
+    assert a.privacy_spent_ == b.privacy_spent_
+    assert acc.ledger[0][1] == other.ledger[0][1]
+
+
+@pytest.mark.parametrize("tuning", ["bilevel", "risk_estimate"])
+def test_over_budget_dask_fit_reads_nothing(client, monkeypatch, tuning):
+    """The one-pass fit charges after its pass, so an over-budget fit is
+    refused before the pass (as on numpy): no graph runs, nothing charged."""
+    from skdp import BudgetExceededError
+
+    X, y = _data(n=1500)
+    Xd, yd = _dask(X, y)
+    runs = _count_graph_runs(monkeypatch)
+    acc = PrivacyAccountant(epsilon=0.5, delta=1e-5)
+    with pytest.raises(BudgetExceededError, match="No data was used"):
+        _ridge(tuning=tuning, accountant=acc, delta=None).fit(Xd, yd)
+    assert runs == [] and acc.ledger == []
+    finite = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    with pytest.raises(BudgetExceededError, match="not private"):
+        _ridge(tuning=tuning, epsilon=np.inf, accountant=finite).fit(Xd, yd)
+    assert runs == [] and finite.ledger == []
 
 
 def test_fit_never_gathers_rows_on_the_driver(client, monkeypatch):

@@ -250,6 +250,63 @@ def test_refusals_before_anything_is_charged(client):
     assert acc.ledger == []
 
 
+def _count_graph_runs(monkeypatch):
+    # every compute/persist on the cluster goes through Client.get: one run
+    # per pass over the data
+    runs = []
+    get = distributed.Client.get
+
+    def counted(self, *args, **kwargs):
+        runs.append(1)
+        return get(self, *args, **kwargs)
+
+    monkeypatch.setattr(distributed.Client, "get", counted)
+    return runs
+
+
+@pytest.mark.parametrize(
+    "cls, kw, missing, passes",
+    [
+        (StandardScaler, {}, 0.0, 1),
+        (StandardScaler, {"with_std": False}, 0.0, 1),
+        (SimpleImputer, {"strategy": "mean"}, 0.1, 1),
+        # private bounds: the cell counts' pass, then the moments' pass
+        (StandardScaler, {"bounds": None}, 0.0, 2),
+        (MinMaxScaler, {"bounds": None}, 0.0, 1),
+    ],
+)
+def test_fits_refuse_bad_values_in_their_statistics_pass(
+    client, monkeypatch, cls, kw, missing, passes
+):
+    """The nan/inf flags come from the first statistics pass (no validation
+    pass of its own), the plan is charged after it; same model and charge
+    as numpy. A bad value is refused with nothing charged; an over-budget
+    fit runs no graph."""
+    from skdp import BudgetExceededError
+
+    X = _data(missing=missing)
+    runs = _count_graph_runs(monkeypatch)
+    acc, other = (PrivacyAccountant(epsilon=10.0, delta=1e-5) for _ in range(2))
+    b = _step(cls, accountant=acc, delta=None, **kw).fit(_dask(X))
+    assert len(runs) == passes and len(acc.ledger) == 1
+    a = _step(cls, accountant=other, delta=None, **kw).fit(X)
+    for name in ("mean_", "scale_", "statistics_", "data_min_", "data_max_"):
+        if getattr(a, name, None) is not None:
+            np.testing.assert_allclose(getattr(b, name), getattr(a, name), rtol=1e-9)
+    assert a.privacy_spent_ == b.privacy_spent_
+    assert acc.ledger[0][1] == other.ledger[0][1]
+    bad = X.copy()
+    bad[1200, 1] = np.inf if cls is SimpleImputer else np.nan
+    fresh = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        _step(cls, accountant=fresh, delta=None, **kw).fit(_dask(bad))
+    assert len(runs) == passes + 1 and fresh.ledger == []
+    small = PrivacyAccountant(epsilon=0.5, delta=1e-5)
+    with pytest.raises(BudgetExceededError, match="No data was used"):
+        _step(cls, accountant=small, delta=None, **kw).fit(_dask(X))
+    assert len(runs) == passes + 1 and small.ledger == []
+
+
 def test_fits_never_gather_rows_on_the_driver(client, monkeypatch):
     X = _data(n=1500, missing=0.05)
     Xd = _dask(X)

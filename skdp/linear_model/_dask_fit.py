@@ -14,9 +14,14 @@ classification with declared ``classes`` (binary, or multinomial with the
 import numpy as np
 
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
-from ..solvers._distributed import as_dask_xy, reject_dask
+from ..solvers._distributed import as_dask_xy, check_budget_before_pass, reject_dask
 
-__all__ = ["fit_heavy_tailed_on_dask", "validate_dask_rows"]
+__all__ = [
+    "check_budget_before_pass",  # from solvers._distributed
+    "dask_rows_for_one_pass",
+    "fit_heavy_tailed_on_dask",
+    "validate_dask_rows",
+]
 
 
 def _check_supported(est, X):
@@ -72,6 +77,31 @@ def validate_dask_rows(est, X, y, labels=False):
     if not known:
         # Not echoed: the offending values would be a further release.
         raise ValueError("y contains labels that are not in `classes`.")
+    est.n_features_in_ = int(X.shape[1])
+    if hasattr(est, "feature_names_in_"):
+        del est.feature_names_in_
+    return X, y
+
+
+def dask_rows_for_one_pass(est, X, y):
+    """Dask rows for a fit that reads them once (no validation pass).
+
+    Only the public shapes and chunk sizes are read; ``nan``/``inf`` are
+    refused from flags computed in the same per-chunk pass as the exact sums
+    (:func:`~skdp.solvers._distributed.clipped_statistics`), before the plan
+    is charged (:func:`check_budget_before_pass`). Sets ``n_features_in_``.
+
+    Parameters
+    ----------
+    est : estimator
+    X : dask array or DataFrame of shape (n, d)
+    y : dask array or Series of shape (n,)
+
+    Returns
+    -------
+    X, y : dask.array.Array
+    """
+    X, y = as_dask_xy(X, y)
     est.n_features_in_ = int(X.shape[1])
     if hasattr(est, "feature_names_in_"):
         del est.feature_names_in_

@@ -169,7 +169,7 @@ def bounds_event(epsilon_q, n_features):
     return ComposedDpEvent([private_quantile_event(epsilon_q)] * (2 * n_features))
 
 
-def estimate_bounds(X, epsilon_q, rng):
+def estimate_bounds(X, epsilon_q, rng, before_noise=None):
     """Private per-column ``(lower, upper)``: low and high quantiles of each column.
 
     Each quantile is a release of :func:`skdp.privacy.private_quantile` on
@@ -186,6 +186,10 @@ def estimate_bounds(X, epsilon_q, rng):
     epsilon_q : float
         Pure epsilon of each quantile.
     rng : numpy.random.Generator
+    before_noise : callable, optional
+        Dask input: called once the cell counts are summed (their pass also
+        refuses ``nan``/``inf``), before the first draw (a one-pass dask fit
+        charges its plan there). Ignored for numpy input.
 
     Returns
     -------
@@ -194,7 +198,7 @@ def estimate_bounds(X, epsilon_q, rng):
     if is_dask_collection(X):  # cell counts per chunk, draws on the driver
         from ._dask_fit import estimate_bounds_on_workers
 
-        return estimate_bounds_on_workers(X, epsilon_q, rng)
+        return estimate_bounds_on_workers(X, epsilon_q, rng, before_noise)
     n, d = X.shape
     level = reachable_quantile_level(n, epsilon_q, TARGET_LEVEL)
     if level < MIN_LEVEL:

@@ -8,11 +8,15 @@ where they are added in chunk order, divided by the public ``n`` and released
 with the numpy path's noise, drawn from the transformer's generator.
 ``transform`` is a lazy map of the fitted (numpy) transform over the chunks.
 
-Input validation runs in a pass of its own before anything is charged, as on
-the numpy path. Bounds estimated privately (``bounds=None``) take one more
-pass: the exponential-mechanism quantiles' public cell counts of every
-column, summed over chunks, with the draws on the driver (finite
-``epsilon`` only).
+``nan``/``inf`` are refused, as on the numpy path, before anything is
+charged: from flags computed per chunk in the fit's first statistics pass
+(the fit checks the budget before that pass and charges its plan after it,
+before any noise). Bounds estimated privately (``bounds=None``) take one
+more pass, first: the exponential-mechanism quantiles' public cell counts
+of every column, summed over chunks, with the draws on the driver (finite
+``epsilon`` only). Only the fits that read nothing else (``MinMaxScaler``
+with declared bounds, ``SimpleImputer(strategy="constant")``) keep a
+validation pass of its own.
 """
 
 import warnings
@@ -20,11 +24,11 @@ import warnings
 import numpy as np
 
 from ..privacy import reachable_quantile_level
+from ..privacy._mechanisms import quantile_from_counts
 from ..solvers._distributed import (
     as_dask_xy,
     column_edge_counts_on_workers,
     lazy_rows,
-    quantile_from_counts,
     record_sum,
     reject_dask,
 )
@@ -41,7 +45,7 @@ __all__ = [
 ]
 
 
-def validate_dask_rows(est, X, *, allow_nan=False, needs_bounds=True):
+def validate_dask_rows(est, X, *, allow_nan=False, needs_bounds=True, read=True):
     """Dask rows with the numpy path's input checks, before anything is spent.
 
     One pass over the rows refuses ``inf`` (and ``nan`` unless
@@ -58,6 +62,11 @@ def validate_dask_rows(est, X, *, allow_nan=False, needs_bounds=True):
         they are estimated privately (:func:`estimate_bounds_on_workers`),
         which needs a finite ``epsilon`` (the exact quantiles of
         ``epsilon=inf`` are not distributed: refused here).
+    read : bool, default=True
+        ``False``: shapes only, no pass; the fit's one statistics pass
+        refuses ``nan``/``inf`` from flags computed with its sums
+        (:func:`unit_moments_on_workers`, :func:`observed_sums_on_workers`)
+        and the fit charges its plan only after that pass.
 
     Returns
     -------
@@ -70,13 +79,15 @@ def validate_dask_rows(est, X, *, allow_nan=False, needs_bounds=True):
     X, _ = as_dask_xy(X)
     if X.shape[0] < 1 or X.shape[1] < 1:
         raise ValueError(f"Found array with shape {X.shape}: a fit needs data.")
-    if allow_nan:
+    if not read:
+        pass
+    elif allow_nan:
         ok = bool((~da.isinf(X)).all().compute())
         message = "Input X contains infinity."
     else:
         ok = bool(da.isfinite(X).all().compute())
         message = "Input X contains NaN or infinity."
-    if not ok:  # not echoed: where the value is would be a further release
+    if read and not ok:  # not echoed: where the value is, a further release
         raise ValueError(message)
     est.n_features_in_ = int(X.shape[1])
     if hasattr(est, "feature_names_in_"):
@@ -85,13 +96,17 @@ def validate_dask_rows(est, X, *, allow_nan=False, needs_bounds=True):
 
 
 def _unit_sums(Xb, lower, upper, with_var):
-    # one chunk (on its worker): column sums of u and of 2 u**2, interleaved
+    # one chunk (on its worker): column sums of u and of 2 u**2, interleaved,
+    # then a flag (1.0 if the chunk holds nan/inf) summed with them
     U = clipped_unit_values(Xb, lower, upper)
+    d = U.shape[1]
+    out = np.empty((2 if with_var else 1) * d + 1)
     if not with_var:
-        return U.sum(axis=0)
-    out = np.empty(2 * U.shape[1])
-    out[0::2] = U.sum(axis=0)
-    out[1::2] = 2.0 * np.sum(U * U, axis=0)
+        out[:d] = U.sum(axis=0)
+    else:
+        out[0 : 2 * d : 2] = U.sum(axis=0)
+        out[1 : 2 * d : 2] = 2.0 * np.sum(U * U, axis=0)
+    out[-1] = 0.0 if np.isfinite(Xb).all() else 1.0
     return out
 
 
@@ -101,7 +116,9 @@ def unit_moments_on_workers(X, lower, upper, with_var):
     Each chunk is clipped to the public bounds and mapped to unit values on
     its worker; its column sums of ``u`` (and ``2 u**2``) are added on the
     driver and divided by ``n``: the numpy statistic up to the order of the
-    additions, with the same replace-one sensitivity ``sqrt(d) / n``.
+    additions, with the same replace-one sensitivity ``sqrt(d) / n``. Each
+    chunk also flags ``nan``/``inf`` in the same pass: refused (the numpy
+    path's error) before anything is returned.
 
     Parameters
     ----------
@@ -116,16 +133,21 @@ def unit_moments_on_workers(X, lower, upper, with_var):
     sums = record_sum(
         _unit_sums, (X,), np.asarray(lower, float), np.asarray(upper, float), with_var
     )
-    return sums / X.shape[0]
+    if sums[-1] != 0:  # the flags of this same pass; nothing is released
+        raise ValueError("Input X contains NaN or infinity.")
+    return sums[:-1] / X.shape[0]
 
 
 def _observed_sums(Xb, lower, upper):
-    # one chunk: column sums of u o and of the observed indicator o
+    # one chunk: column sums of u o and of the observed indicator o, then a
+    # flag (1.0 if the chunk holds inf) summed with them
     observed = ~np.isnan(Xb)
     U = np.where(observed, clipped_unit_values(np.nan_to_num(Xb), lower, upper), 0.0)
-    out = np.empty(2 * Xb.shape[1])
-    out[0::2] = U.sum(axis=0)
-    out[1::2] = observed.sum(axis=0)
+    d = Xb.shape[1]
+    out = np.empty(2 * d + 1)
+    out[0 : 2 * d : 2] = U.sum(axis=0)
+    out[1 : 2 * d : 2] = observed.sum(axis=0)
+    out[-1] = 1.0 if np.isinf(Xb).any() else 0.0
     return out
 
 
@@ -135,6 +157,8 @@ def observed_sums_on_workers(X, lower, upper, count_weight):
     Per chunk on the workers: the column sums of the clipped unit values of
     the observed entries and the observed counts; on the driver, their sum
     over chunks divided by ``n`` (the counts weighted by ``count_weight``).
+    ``inf`` is flagged per chunk in the same pass and refused (the numpy
+    path's error) before anything is returned.
 
     Parameters
     ----------
@@ -150,6 +174,9 @@ def observed_sums_on_workers(X, lower, upper, count_weight):
     sums = record_sum(
         _observed_sums, (X,), np.asarray(lower, float), np.asarray(upper, float)
     )
+    if sums[-1] != 0:  # the flags of this same pass; nothing is released
+        raise ValueError("Input X contains infinity.")
+    sums = sums[:-1]
     n = X.shape[0]
     stat = np.empty_like(sums)
     stat[0::2] = sums[0::2] / n
@@ -260,15 +287,16 @@ def check_categories_on_workers(encoder, X):
         raise ValueError("X contains a value outside the declared categories.")
 
 
-def estimate_bounds_on_workers(X, epsilon_q, rng):
+def estimate_bounds_on_workers(X, epsilon_q, rng, before_noise=None):
     """:func:`~._bounds.estimate_bounds` for dask rows (the same releases).
 
     One pass counts, per column, the values of ``asinh(x)`` below each
     public cell edge of :data:`~._bounds.QUANTILE_RANGE` (per chunk on the
     workers, summed on the driver); the driver then draws the low and the
     high quantile of every column in the numpy path's order
-    (:func:`~skdp.solvers._distributed.quantile_from_counts`), widens a
-    column whose releases meet by one cell and maps back by ``sinh``.
+    (:func:`~skdp.privacy._mechanisms.quantile_from_counts`, the function
+    that draws the numpy release too), widens a column whose releases meet
+    by one cell and maps back by ``sinh``.
 
     Parameters
     ----------
@@ -276,6 +304,9 @@ def estimate_bounds_on_workers(X, epsilon_q, rng):
     epsilon_q : float
         Pure epsilon of each quantile (finite).
     rng : numpy.random.Generator
+    before_noise : callable, optional
+        Called after the counts' pass (which refuses ``nan``/``inf`` from
+        per-chunk flags), before the first draw.
 
     Returns
     -------
@@ -296,7 +327,11 @@ def estimate_bounds_on_workers(X, epsilon_q, rng):
             UserWarning,
             stacklevel=4,
         )
-    counts = column_edge_counts_on_workers(X, QUANTILE_RANGE, transform=np.arcsinh)
+    counts = column_edge_counts_on_workers(
+        X, QUANTILE_RANGE, transform=np.arcsinh, refuse_non_finite=True
+    )
+    if before_noise is not None:
+        before_noise()
     cell = (QUANTILE_RANGE[1] - QUANTILE_RANGE[0]) / 2048
     lower, upper = np.empty(d), np.empty(d)
     kw = dict(bounds=QUANTILE_RANGE, rng=rng)

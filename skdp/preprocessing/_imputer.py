@@ -1,6 +1,7 @@
 """Missing-value imputation by a constant (free) or a private mean."""
 
 import math
+from functools import partial
 from numbers import Real
 
 import numpy as np
@@ -20,7 +21,7 @@ from ..privacy import (
     calibrate_noise_multiplier,
     gaussian_mechanism,
 )
-from ..solvers._distributed import is_dask_collection
+from ..solvers._distributed import check_budget_before_pass, is_dask_collection
 from ._base import PrivateTransformerMixin
 from ._bounds import BOUNDS_CONSTRAINT
 from ._dask_fit import lazy_transform, validate_dask_rows
@@ -33,7 +34,7 @@ __all__ = ["SimpleImputer", "private_observed_mean"]
 _COUNT_WEIGHT = math.sqrt(0.75)
 
 
-def private_observed_mean(X, lower, upper, noise_multiplier, *, rng):
+def private_observed_mean(X, lower, upper, noise_multiplier, *, rng, before_noise=None):
     """Private mean of each column's observed (non-NaN) values, clipped to bounds.
 
     With ``u`` the clipped value mapped to ``[-1/2, 1/2]`` and ``o`` the
@@ -78,6 +79,8 @@ def private_observed_mean(X, lower, upper, noise_multiplier, *, rng):
         stat = np.empty(2 * d)
         stat[0::2] = U.mean(axis=0)
         stat[1::2] = _COUNT_WEIGHT * observed.mean(axis=0)
+    if before_noise is not None:
+        before_noise()
     sens = moments_sensitivity(n, d)
     noisy = np.atleast_1d(gaussian_mechanism(stat, sens, noise_multiplier, rng=rng))
     frac = noisy[1::2] / _COUNT_WEIGHT
@@ -227,7 +230,11 @@ class SimpleImputer(
         self : SimpleImputer
         """
         if is_dask_collection(X):  # sums per chunk on the workers (._dask_fit)
-            X = validate_dask_rows(self, X, allow_nan=True, needs_bounds=False)
+            # mean: inf refused from flags of the sums' pass, then charged
+            one_pass = self.strategy == "mean"
+            X = validate_dask_rows(
+                self, X, allow_nan=True, needs_bounds=False, read=not one_pass
+            )
         else:
             X = validate_data(
                 self,
@@ -249,11 +256,18 @@ class SimpleImputer(
         else:
             z = calibrate_noise_multiplier(GaussianDpEvent, self.epsilon, delta)
             plan = self._plan_or_free(GaussianDpEvent(z))
-        self._spend(plan)  # before any data is read
+        charge = None
+        if is_dask_collection(X) and one_pass:
+            check_budget_before_pass(self, plan)
+            charge = partial(self._spend, plan)
+        else:
+            self._spend(plan)  # before any data is read
         if self.strategy == "constant":
             self.statistics_ = np.full(d, float(self.fill_value))
         else:
-            self.statistics_, _ = private_observed_mean(X, *declared, z, rng=rng)
+            self.statistics_, _ = private_observed_mean(
+                X, *declared, z, rng=rng, before_noise=charge
+            )
         self._record_privacy(plan)
         return self
 

@@ -63,7 +63,9 @@ def clipped_unit_values(X, lower, upper):
         return np.clip(U, -0.5, 0.5)
 
 
-def private_moments(X, lower, upper, noise_multiplier, *, with_var, rng):
+def private_moments(
+    X, lower, upper, noise_multiplier, *, with_var, rng, before_noise=None
+):
     """Private per-column mean (and variance) of ``X`` clipped to its bounds.
 
     Parameters
@@ -76,6 +78,9 @@ def private_moments(X, lower, upper, noise_multiplier, *, with_var, rng):
     with_var : bool
         Also release the second moments and return variances.
     rng : numpy.random.Generator
+    before_noise : callable, optional
+        Called once the statistic is computed, before the noise is drawn (a
+        one-pass dask fit charges its plan there).
 
     Returns
     -------
@@ -103,6 +108,8 @@ def private_moments(X, lower, upper, noise_multiplier, *, with_var, rng):
                 stat[1::2] = 2.0 * np.mean(U * U, axis=0)
             else:
                 stat = U.mean(axis=0)
+    if before_noise is not None:
+        before_noise()
     sens = moments_sensitivity(n, d)
     noisy = np.atleast_1d(gaussian_mechanism(stat, sens, noise_multiplier, rng=rng))
     width = upper - lower

@@ -1,5 +1,6 @@
 """StandardScaler with private means and standard deviations."""
 
+from functools import partial
 from numbers import Real
 
 import numpy as np
@@ -19,7 +20,7 @@ from ..privacy import (
     NoOpDpEvent,
     calibrate_noise_multiplier,
 )
-from ..solvers._distributed import is_dask_collection
+from ..solvers._distributed import check_budget_before_pass, is_dask_collection
 from ._base import PrivateTransformerMixin
 from ._bounds import (
     BOUNDS_CONSTRAINT,
@@ -253,9 +254,11 @@ class StandardScaler(
         -------
         self : StandardScaler
         """
+        # dask: nan/inf refused from flags of the first statistics pass
+        one_pass = self.with_mean or self.with_std
         if is_dask_collection(X):  # sums per chunk on the workers (._dask_fit)
             X = validate_dask_rows(
-                self, X, needs_bounds=self.with_mean or self.with_std
+                self, X, needs_bounds=self.with_mean or self.with_std, read=not one_pass
             )
         else:
             X = validate_data(self, X, dtype=np.float64, accept_sparse=["csr", "csc"])
@@ -264,7 +267,11 @@ class StandardScaler(
         declared = self._declared_bounds(d)
         delta, rng = self._begin_private_fit(n)
         plan, eps_q, z = self._plan(n, d, delta)
-        self._spend(plan)  # before any data is read
+        one_pass = one_pass and is_dask_collection(X)
+        if one_pass:  # charged after the pass, before the noise
+            check_budget_before_pass(self, plan)
+        else:
+            self._spend(plan)  # before any data is read
         self.n_samples_seen_ = n
         self.mean_ = self.var_ = self.scale_ = None
         if isinstance(plan, NoOpDpEvent):
@@ -272,12 +279,21 @@ class StandardScaler(
             self._record_privacy(plan)
             return self
         # inline: a helper frame would shift estimate_bounds' stacklevel=3 warning
+        charge = partial(self._spend, plan) if one_pass else None
         lower, upper = (
-            declared if declared is not None else estimate_bounds(X, eps_q, rng)
+            declared
+            if declared is not None
+            else estimate_bounds(X, eps_q, rng, before_noise=charge)
         )
         self.bounds_ = (lower, upper)
         mean, var, _ = private_moments(
-            X, lower, upper, z, with_var=self.with_std, rng=rng
+            X,
+            lower,
+            upper,
+            z,
+            with_var=self.with_std,
+            rng=rng,
+            before_noise=charge if declared is not None else None,
         )
         self.mean_ = mean
         if self.with_std:

@@ -14,6 +14,7 @@ Dask is optional: nothing here imports it until a dask collection is passed
 
 import numpy as np
 
+from ..privacy._mechanisms import _edge_counts, _quantile_edges, quantile_from_counts
 from ..utils import add_intercept_column, clip_rows, clip_targets
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "as_float_records",
     "as_records",
     "bisection_counter",
+    "check_budget_before_pass",
     "clipped_statistics",
     "design_on_workers",
     "floored_design_on_workers",
@@ -203,6 +205,27 @@ def as_dask_xy(X, y=None, n_features=None, y_dtype=np.float64):
     return X, y.rechunk((X.chunks[0],))
 
 
+def check_budget_before_pass(est, plan):
+    """Refuse an over-budget fit before its one pass reads the data.
+
+    A one-pass dask fit charges ``plan`` after the pass (once its
+    finiteness flags are known), so the accountant's refusal is checked
+    here first, without charging: an over-budget fit reads nothing, as on
+    the numpy path. Charging stays bookkeeping; the noise is drawn after it.
+
+    Parameters
+    ----------
+    est : PrivateEstimatorMixin
+    plan : DpEvent
+        The fit's whole plan (what ``est._spend`` will charge).
+    """
+    acc = est.accountant
+    if acc is None:
+        return
+    if (np.isinf(est.epsilon) and not np.isinf(acc.epsilon)) or not acc.can_spend(plan):
+        est._spend(plan)  # raises the numpy path's refusal; nothing is charged
+
+
 def _block_statistics(Xb, yb, labels, n_parts, feature_norm, target_bound, c):
     """Per-part sums of one chunk (runs on a worker; clipping happens here).
 
@@ -286,8 +309,8 @@ def clipped_statistics(
         )
     results = dask.compute(*tasks)
     if not all(finite for _, finite in results):
-        # defensive: the fits refuse nan/inf in a pass before charging
-        # (validate_dask_rows); nothing is released
+        # the flags of this same pass: the fits charge their plan only after
+        # this returns (check_budget_before_pass); nothing is released
         raise ValueError("Input X or y contains NaN or infinity.")
     blocks = [b for b, _ in results]
     out = []
@@ -935,32 +958,15 @@ def multinomial_gradient_sum_on_workers(X, labels, W, norms, clip):
 # -- the exponential-mechanism quantile of skdp.privacy, from chunked counts ----
 
 
-def _edge_counts(values, edges, lo, hi, log_scale):
-    # #{x < e_j} for every public edge (clipped, log units as in the mechanism)
-    with np.errstate(all="ignore"):
-        x = np.clip(np.asarray(values, dtype=float).ravel(), lo, hi)
-        if log_scale:
-            x = np.log(x)
-    return np.searchsorted(np.sort(x), edges, side="left")
-
-
-def _column_edge_counts(block, edges, lo, hi, transform):
-    # one chunk: the edge counts of every column (after a public map)
+def _column_edge_counts(block, edges, lo, hi, transform, flag=False):
+    # one chunk: the edge counts of every column (after a public map), and
+    # with ``flag`` whether the chunk is finite (in the same pass)
     with np.errstate(all="ignore"):
         T = block if transform is None else transform(block)
-    return np.stack(
+    counts = np.stack(
         [_edge_counts(T[:, j], edges, lo, hi, False) for j in range(T.shape[1])]
     )
-
-
-def _quantile_edges(bounds, log_scale, n_cells):
-    import math
-
-    lo, hi = (float(b) for b in bounds)
-    if not (lo < hi) or (log_scale and lo <= 0):
-        raise ValueError("bounds must satisfy low < high (and low > 0 on a log scale).")
-    a, b = (math.log(lo), math.log(hi)) if log_scale else (lo, hi)
-    return lo, hi, np.linspace(a, b, int(n_cells) + 1)
+    return (counts, bool(np.isfinite(block).all())) if flag else counts
 
 
 def _exact_quantile_refused(eps):
@@ -973,63 +979,10 @@ def _exact_quantile_refused(eps):
         )
 
 
-def quantile_from_counts(counts, n, quantile, epsilon, *, bounds, rng, log_scale=False):
-    """The draws of :func:`skdp.privacy.private_quantile` from its cell counts.
-
-    ``counts[j] = #{x < e_j}`` at the ``n_cells + 1`` public edges (clipped
-    values, log units if ``log_scale``), summed over chunks. The utilities,
-    the Gumbel-max choice of the cell and the uniform point inside it are
-    the numpy path's, drawn from ``rng`` in its order: the same pure
-    ``epsilon``-DP release (each count moves by at most one when a record
-    is replaced).
-
-    Parameters
-    ----------
-    counts : ndarray of int of shape (n_cells + 1,)
-    n : int
-        Public number of records.
-    quantile, epsilon : float
-    bounds : tuple (low, high)
-    rng : numpy.random.Generator
-    log_scale : bool, default=False
-
-    Returns
-    -------
-    float
-    """
-    import math
-    import warnings
-
-    from ..privacy._mechanisms import noise_scale
-
-    eps = float(epsilon) / noise_scale()
-    _exact_quantile_refused(eps)
-    _, _, edges = _quantile_edges(bounds, log_scale, len(counts) - 1)
-    if n == 0:
-        out = rng.uniform(edges[0], edges[-1])
-        return float(math.exp(out) if log_scale else out)
-    counts = np.asarray(counts)
-    below, upto = counts[:-1], counts[1:].copy()
-    upto[-1] = n  # the last cell is closed: it holds the values at ``hi``
-    target = quantile * n
-    utility = -np.maximum.reduce([below - target, target - upto, np.zeros(below.size)])
-    logw = np.log(np.diff(edges)) + 0.5 * eps * utility
-    i = int(np.argmax(logw + rng.gumbel(size=logw.size)))
-    if i in (0, logw.size - 1):
-        warnings.warn(
-            f"The private {quantile:g}-quantile fell in the "
-            f"{'first' if i == 0 else 'last'} cell of its public range "
-            f"{tuple(bounds)}: the quantile may lie outside the range, or "
-            "n * epsilon is too small to locate it.",
-            UserWarning,
-            stacklevel=3,
-        )
-    out = rng.uniform(edges[i], edges[i + 1])
-    return float(math.exp(out) if log_scale else out)
-
-
-def column_edge_counts_on_workers(X, bounds, *, transform=None, n_cells=2048):
-    """Cell counts of every column of dask rows, for :func:`quantile_from_counts`.
+def column_edge_counts_on_workers(
+    X, bounds, *, transform=None, n_cells=2048, refuse_non_finite=False
+):
+    """Cell counts of every column of dask rows, for ``quantile_from_counts``.
 
     One pass: each worker maps its chunk by the public ``transform`` (e.g.
     ``np.arcsinh``), clips every column to ``bounds`` and counts
@@ -1042,6 +995,9 @@ def column_edge_counts_on_workers(X, bounds, *, transform=None, n_cells=2048):
     bounds : tuple (low, high)
     transform : callable, optional
     n_cells : int, default=2048
+    refuse_non_finite : bool, default=False
+        Each chunk also flags ``nan``/``inf`` in the same pass; a flagged
+        chunk raises the numpy path's ``ValueError`` (nothing returned).
 
     Returns
     -------
@@ -1054,10 +1010,14 @@ def column_edge_counts_on_workers(X, bounds, *, transform=None, n_cells=2048):
     X = _to_array(X).astype(np.float64).rechunk({1: -1})
     parts = dask.compute(
         *[
-            delayed(_column_edge_counts)(b, edges, lo, hi, transform)
+            delayed(_column_edge_counts)(b, edges, lo, hi, transform, refuse_non_finite)
             for b in X.to_delayed().ravel()
         ]
     )
+    if refuse_non_finite:
+        if not all(ok for _, ok in parts):  # nothing is released
+            raise ValueError("Input X contains NaN or infinity.")
+        parts = [p for p, _ in parts]
     counts = np.zeros((X.shape[1], edges.size), dtype=np.int64)
     for p in parts:
         counts += p
@@ -1073,7 +1033,8 @@ def private_quantile_on_workers(
     ``#{x < e_j}`` at its public cell edges. Each worker counts its chunk
     (clipped to ``bounds``, in log units if ``log_scale``, as the mechanism
     does); the driver adds the ``n_cells + 1`` counts and draws the release
-    from ``rng`` (:func:`quantile_from_counts`): the same release, pure
+    from ``rng`` (``skdp.privacy._mechanisms.quantile_from_counts``, which
+    :func:`~skdp.privacy.private_quantile` calls too): the same release, pure
     ``epsilon``-DP. Only the counts reach the driver. ``epsilon=inf`` (the
     exact quantile) is not distributed.
 
