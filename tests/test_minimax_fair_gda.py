@@ -8,8 +8,8 @@ from scipy.special import expit
 from scipy.stats import norm
 from sklearn.linear_model import LogisticRegression
 
-import skdp.fairness._minimax_fair as mf_module
 import skdp.solvers.saddle_point.gda as gda_module
+import skdp.solvers.saddle_point.plan as mf_module
 from skdp import MinimaxFairClassifier, PrivacyAccountant
 from skdp.privacy import (
     ComposedDpEvent,
