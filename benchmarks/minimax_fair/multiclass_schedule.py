@@ -8,11 +8,11 @@ compared with non-private multinomial group DRO solved by SLSQP), at epsilon =
 inf (no noise, deterministic), three multinomial schedules are run by patching
 ``skdp.solvers.saddle_point.plan.gda_schedule`` for the fit:
 
-- ``noisy``: the epsilon = 1 schedule (primal step ``1 / (K_curv bound^2)``,
-  dual step 0.3, warm-up 0.3, averages from the middle), the multinomial
-  default at every epsilon before this change;
-- ``default``: the current rule (at z = 0 only the primal step is 3 times
-  larger);
+- ``previous (noisy)``: the multinomial schedule at every epsilon before
+  issue 17's change (primal step ``1 / (K_curv bound^2)``, clip ``sqrt(2)``
+  row bounds, dual step 0.3, warm-up 0.3, averages from the middle);
+- ``default``: the current rule (at z = 0: step ``3 / (K_curv bound^2)``,
+  clip ``sqrt(2)`` row bounds, the same dual constants);
 - ``binary noiseless``: the binary noiseless constants (step factor 3, dual
   step 1, warm-up 0.1, last primal iterate).
 
@@ -25,6 +25,7 @@ Writes ``benchmarks/results/minimax_fair_multiclass_schedule.md``
 """
 
 import argparse
+import math
 import os
 import time
 import warnings
@@ -47,10 +48,19 @@ from benchmarks.minimax_fair.multiclass import (
 from skdp import MinimaxFairClassifier
 from skdp.utils import clip_rows
 
+# the multinomial schedule before issue 17's change, at every epsilon
+PREVIOUS = {
+    "step_factor": 1.0,
+    "clip_factor": math.sqrt(2.0),
+    "dual_step": plan_module._GDA_DUAL_STEP,
+    "primal_average_from": None,
+    "dual_warmup": plan_module._GDA_DUAL_WARMUP,
+    "noiseless_share": 0.0,
+}
 SCHEDULES = {
-    "noisy": lambda rule, z: rule(plan_module._GDA_NOISELESS_Z, True),
+    "previous (noisy)": lambda rule, z: PREVIOUS,
     "default": lambda rule, z: rule(z, True),
-    "binary noiseless": lambda rule, z: rule(z, False),
+    "binary noiseless": lambda rule, z: dict(rule(z, False), clip_factor=2**0.5),
 }
 
 

@@ -72,14 +72,16 @@ _GDA_NOISELESS = {
     "primal_average_from": 0.99,
     "dual_warmup": 0.1,
 }
-# The multinomial loss moves only the primal step to its noiseless value: the
-# binary noiseless dual step, warm-up and last primal iterate made the
-# worst-group log-loss of the K = 5 group task 1.8 times worse at epsilon =
-# inf, while the larger step alone closed the optimisation gap of the noisy
-# schedule (accuracy 0.6345 -> 0.6354 = LogisticRegression on issue 17's
-# heavy-tailed task at n = 1e5; worst-group log-loss 1.177 -> 1.144, non-private
-# DRO 1.139; benchmarks/results/minimax_fair_multiclass_schedule.md).
-_GDA_NOISELESS_MULTINOMIAL = {"step_factor": 3.0}
+# The multinomial loss has its own schedule (issue 17,
+# benchmarks/results/minimax_fair_multiclass_schedule.md): the primal step is
+# 3 / (K_curv bound^2) at every z (the softmax curvature bound is loose), and
+# the whole-record gradient is clipped at 0.5 bound when noisy, moving to
+# sqrt(2) bound (never binds: the exact objective) as z -> 0 by the same share
+# u. Dual step, warm-up and averaging keep the noisy binary values at every z:
+# the binary noiseless ones made the worst-group log-loss of the K = 5 group
+# task 1.8 times worse at epsilon = inf.
+_GDA_MULTINOMIAL = {"step_factor": 3.0, "clip_factor": 0.5}
+_GDA_NOISELESS_MULTINOMIAL = {"step_factor": 3.0, "clip_factor": math.sqrt(2.0)}
 
 
 def gda_schedule(noise_multiplier, multinomial=False):
@@ -89,9 +91,10 @@ def gda_schedule(noise_multiplier, multinomial=False):
     the noiseless one (``_GDA_NOISELESS``) as ``z`` falls from
     ``_GDA_NOISELESS_Z`` to 0, by the share ``u = max(0, 1 - z /
     _GDA_NOISELESS_Z)``. ``z`` is computed from the public budget and plan
-    only, so the rule is post-processing-free public information. With the
-    multinomial loss only the primal step factor moves (to
-    ``_GDA_NOISELESS_MULTINOMIAL``); the other constants stay noisy.
+    only, so the rule is post-processing-free public information. The
+    multinomial loss has its own primal step factor and a clip factor
+    (``_GDA_MULTINOMIAL`` to ``_GDA_NOISELESS_MULTINOMIAL``); its other
+    constants stay noisy.
 
     Parameters
     ----------
@@ -112,14 +115,16 @@ def gda_schedule(noise_multiplier, multinomial=False):
     3.0
     >>> gda_schedule(50.0)["noiseless_share"]
     0.0
-    >>> gda_schedule(0.0, multinomial=True)["step_factor"]
-    3.0
+    >>> gda_schedule(50.0, multinomial=True)["clip_factor"]
+    0.5
     """
     z = float(noise_multiplier)
     u = max(0.0, 1.0 - z / _GDA_NOISELESS_Z)
     noiseless = _GDA_NOISELESS_MULTINOMIAL if multinomial else _GDA_NOISELESS
     noisy = {
-        "step_factor": _GDA_STEP_FACTOR,
+        "step_factor": _GDA_MULTINOMIAL["step_factor"]
+        if multinomial
+        else _GDA_STEP_FACTOR,
         "dual_step": _GDA_DUAL_STEP,
         "primal_average_from": (
             _GDA_AVERAGE_FROM
@@ -128,6 +133,8 @@ def gda_schedule(noise_multiplier, multinomial=False):
         ),
         "dual_warmup": _GDA_DUAL_WARMUP,
     }
+    if multinomial:
+        noisy["clip_factor"] = _GDA_MULTINOMIAL["clip_factor"]
     if u == 0.0:
         out = dict(noisy)
         out["primal_average_from"] = _GDA_PRIMAL_AVERAGE_FROM  # as before
@@ -161,7 +168,11 @@ class GDASchedule:
     step_scale : float
         User multiplier of the primal step.
     step_factor : float
-        Schedule multiplier of the primal step (binary loss).
+        Schedule multiplier of the primal step.
+    clip_factor : float
+        Per-record gradient clip in units of the row bound (``1`` for the
+        binary loss, where it never binds; the multinomial gradient's norm is
+        at most ``sqrt(2)`` row bounds).
     dual_step, dual_warmup, average_from, primal_average_from : float
         Dual step, warm-up fraction and averaging windows
         (``primal_average_from`` may be ``None``: the same as
@@ -180,6 +191,7 @@ class GDASchedule:
     radius: float
     step_scale: float
     step_factor: float
+    clip_factor: float
     dual_step: float
     dual_warmup: float
     average_from: float
@@ -216,10 +228,11 @@ class GDASchedule:
         (2.0, 3.0)
         """
         if self.multinomial:
-            # ||x (p - e_y)^T|| <= sqrt(2) bound: per-record gradients fit (the
-            # Frobenius clip of the whole d x K gradient never binds, so
-            # epsilon=inf is the unclipped multinomial objective).
-            clip = math.sqrt(2.0) * bound
+            # ||x (p - e_y)^T|| <= sqrt(2) bound: the Frobenius clip of the
+            # whole d x K gradient binds when noisy (factor 0.5) and never
+            # without noise (factor sqrt(2): epsilon=inf is the unclipped
+            # multinomial objective).
+            clip = self.clip_factor * bound
             # Losses are capped at a public multiple of the loss at W = 0.
             loss_cap = _GDA_LOSS_CAP * math.log(self.n_classes) / math.log(2.0)
             # 1 / smoothness bound (the softmax Hessian is at most 1/2) times
@@ -315,6 +328,7 @@ def gda_plan(
         radius=float(radius),
         step_scale=float(step_scale),
         step_factor=rule["step_factor"],
+        clip_factor=rule.get("clip_factor", 1.0),
         dual_step=float(rule["dual_step"] if dual_step is None else dual_step),
         dual_warmup=rule["dual_warmup"],
         average_from=_GDA_AVERAGE_FROM,
