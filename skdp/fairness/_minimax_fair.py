@@ -39,7 +39,9 @@ class MinimaxFairClassifier(
     logistic regression. With more than two classes the group risks use the
     multinomial (softmax) loss, the coefficients form a ``(n_features + 1)
     x n_classes`` matrix in a Frobenius ball of ``radius``, and each record's
-    whole gradient matrix is clipped at once (``solver="gda"`` only).
+    whole gradient matrix is clipped at once (``solver="gda"`` only; at half
+    the row bound when noisy, a public rule of the noise multiplier, see the
+    user guide).
 
     Privacy: ``(epsilon, delta)``-DP for replacing one record (features,
     label and group together), ``n`` public. The released outputs are the
@@ -144,8 +146,8 @@ class MinimaxFairClassifier(
     step_scale : float, default=1.0
         Multiplier of the theory step size (``gamma`` of NSEG, ``1/lambda``
         of NISPP, ``4 / bound**2`` of ``"gda"``, itself times 1 to 3 by the
-        schedule rule as ``z`` falls from 1 to 0). Choosing it on the private
-        data costs privacy.
+        schedule rule as ``z`` falls from 1 to 0; ``3 / (0.5 bound**2)`` for
+        the multinomial loss). Choosing it on the private data costs privacy.
     dual_scale : float or None, default=None
         Rescaling ``c`` of the group weights (``q = c r``): the dual step is
         ``c**2`` times the primal one. ``None`` uses ``feature_bound /
