@@ -39,8 +39,8 @@ class MinimaxFairClassifier(
     logistic regression. With more than two classes the group risks use the
     multinomial (softmax) loss, the coefficients form a ``(n_features + 1)
     x n_classes`` matrix in a Frobenius ball of ``radius``, and each record's
-    whole gradient matrix is clipped at once (``solver="gda"`` only; at half
-    the row bound when noisy, a public rule of the noise multiplier, see the
+    whole gradient matrix is clipped at once (``solver="gda"`` only; at 0.7
+    row bounds when noisy, a public rule of the noise multiplier, see the
     user guide).
 
     Privacy: ``(epsilon, delta)``-DP for replacing one record (features,
