@@ -15,9 +15,7 @@ def _data(n=600, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 3))
     g = rng.choice(["a", "b"], size=n, p=[0.7, 0.3])
-    y = (X[:, 0] + np.where(g == "a", 0.5, -0.5) + rng.logistic(size=n) > 0).astype(
-        int
-    )
+    y = (X[:, 0] + np.where(g == "a", 0.5, -0.5) + rng.logistic(size=n) > 0).astype(int)
     return X, y, g
 
 
