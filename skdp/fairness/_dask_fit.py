@@ -150,7 +150,7 @@ def fit_minimax_on_dask(est, X, y, sensitive_features=None):
     -------
     est
     """
-    from . import _minimax_fair as mf
+    from ..solvers.saddle_point.run import run_minimax
 
     _check_supported(est, X, sensitive_features)
     if sensitive_features is not None and not hasattr(
@@ -195,12 +195,13 @@ def fit_minimax_on_dask(est, X, y, sensitive_features=None):
     if needs_priors:
         z_hist = estimate.noise_multiplier()
         fixed.append(noisy_histogram_event(z_hist))
-    n_steps, z, plan = mf._gda_plan(eps, delta, fixed, est.max_iter)
+    plan = est._plan(n, int(X.shape[1]), m, classes.size, delta, needs_priors)
+    n_steps = plan.n_releases
     est._progress(
         f"solver='gda' on dask: {n_steps} noisy releases"
         + (f", {n_estimates} private estimate(s)" if n_estimates else "")
     )
-    est._spend(plan)
+    est._spend(plan.event)
 
     if needs_norm:
         # the numpy path's private_norm_bound: its exponential mechanism's
@@ -236,11 +237,7 @@ def fit_minimax_on_dask(est, X, y, sensitive_features=None):
         dtype=np.float64,
     )
     Xa = persist_records(Xa)  # clipped once, kept on the workers
-    loss_bound = float(np.logaddexp(0.0, est.radius * bound))
-    est._run_gda(
-        Xa, y_code, codes, priors, bound, loss_bound, n_steps, z, rng,
-        n_classes=classes.size,
-    )  # fmt: skip
-    est._record_privacy(plan)
-    est._set_fitted(labels, classes, priors, feature_norm, None, c0)
+    result = run_minimax(Xa, y_code, codes, priors, bound, plan, rng)
+    est._record_privacy(plan.event)
+    est._set_fitted(result, plan, labels, classes, priors, feature_norm, None)
     return est
