@@ -168,13 +168,15 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
         categories = list(self.categories)
         if len(categories) == 1 and n_features != 1:
             categories = categories * n_features
-        self.encoder_ = _SklearnOneHotEncoder(
+        encoder = _SklearnOneHotEncoder(
             categories=categories,
             handle_unknown=self.handle_unknown,
             drop=self.drop,
             sparse_output=self.sparse_output,
             dtype=self.dtype,
-        ).fit(X if row is None else row)  # declared categories: values only checked
+        )
+        # declared categories: values only checked
+        self.encoder_ = _unechoed(encoder.fit, X if row is None else row)
         if row is not None and self.handle_unknown == "error":
             check_categories_on_workers(self.encoder_, X)
         self.categories_ = self.encoder_.categories_
@@ -207,7 +209,7 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
             warnings.filterwarnings(
                 "ignore", message="Found unknown categories", category=UserWarning
             )
-            return self.encoder_.transform(X)
+            return _unechoed(self.encoder_.transform, X)
 
     def inverse_transform(self, X):
         """Back to categories (``None`` for all-zero rows of ignored unknowns).
@@ -243,3 +245,20 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
         tags.input_tags.string = True
         tags.input_tags.allow_nan = True
         return tags
+
+
+def _unechoed(method, X):
+    """``method(X)``, refusing an undeclared value without naming it.
+
+    scikit-learn's ``handle_unknown="error"`` message lists the undeclared
+    values it found: private values (possibly one record's). The error keeps
+    only the fact that some value is undeclared (as on dask input), and is
+    raised outside the ``except`` block so that no chained exception holds
+    the original message.
+    """
+    try:
+        return method(X)
+    except ValueError as exc:
+        if not str(exc).startswith("Found unknown categories"):
+            raise
+    raise ValueError("X contains a value outside the declared categories.")
