@@ -772,6 +772,25 @@ def test_per_chunk_maps_are_silent_on_the_workers():
         record_sum(lambda b: np.sum(np.log(b), axis=0), (X,))
 
 
+def test_log_quantiles_of_dask_values_are_silent_on_the_workers():
+    """A zero value (a truncated row's gradient norm, in every multinomial
+    and binary dask fit) has log2 = -inf: that lazy map runs later on a
+    worker, outside the driver's ``np.errstate``, and must not warn there."""
+    import dask
+
+    from skdp.solvers.heavy_tailed.bounds import noisy_log_quantile
+    from skdp.solvers.heavy_tailed.units import feature_scale
+
+    v = np.r_[np.zeros(5), np.arange(1.0, 200.0)]
+    vd = da.from_array(v, chunks=50)
+    with dask.config.set(scheduler="sync"), np.errstate(all="raise"):
+        a = noisy_log_quantile(vd, 0.9, 1.0, np.random.default_rng(0))
+        b = feature_scale(vd, 4, 1.0, np.random.default_rng(0))
+    with np.errstate(all="ignore"):  # the same releases as on numpy input
+        assert a == noisy_log_quantile(v, 0.9, 1.0, np.random.default_rng(0))
+        assert b == feature_scale(v, 4, 1.0, np.random.default_rng(0))
+
+
 @pytest.mark.parametrize("classes", [2, 3])
 def test_minimax_fair_predict_on_dask_is_lazy(client, classes):
     kw = {} if classes == 2 else {"classes": [0, 1, 2]}
