@@ -791,6 +791,42 @@ def test_log_quantiles_of_dask_values_are_silent_on_the_workers():
         assert b == feature_scale(v, 4, 1.0, np.random.default_rng(0))
 
 
+def _strict_worker():
+    import warnings
+
+    saved = (list(warnings.filters), np.geterr())
+    warnings.simplefilter("error")  # a warning fails the task
+    np.seterr(all="warn", under="ignore")
+    return saved
+
+
+def _restore_worker(saved):
+    import warnings
+
+    warnings.filters[:] = saved[0]
+    np.seterr(**saved[1])
+
+
+@pytest.mark.parametrize("classes", [[0, 1], [0, 1, 2]])
+def test_logistic_fit_on_dask_never_warns_on_the_workers(client, classes):
+    """End to end on the cluster: every row above the private truncation
+    level has a zero gradient norm, so the per-chunk maps meet ``1/0`` and
+    ``log2(0)``; a warning on a worker (its log) would tell which chunk holds
+    such a row. Workers turn warnings into errors here."""
+    X, y = _three_classes(n=2000, seed=3)
+    X[17] = 0.0  # a zero row too
+    y = np.minimum(y, len(classes) - 1)
+    Xd, yd = da.from_array(X, chunks=(CHUNKS, -1)), da.from_array(y, chunks=CHUNKS)
+    saved = client.run(_strict_worker)
+    try:
+        est = _heavy(HeavyTailedLogisticRegression, classes=classes).fit(Xd, yd)
+    finally:
+        for worker, state in saved.items():
+            client.run(_restore_worker, state, workers=[worker])
+    ref = _heavy(HeavyTailedLogisticRegression, classes=classes).fit(X, y)
+    _assert_same_glm(ref, est)
+
+
 @pytest.mark.parametrize("classes", [2, 3])
 def test_minimax_fair_predict_on_dask_is_lazy(client, classes):
     kw = {} if classes == 2 else {"classes": [0, 1, 2]}
