@@ -791,6 +791,35 @@ def test_log_quantiles_of_dask_values_are_silent_on_the_workers():
         assert b == feature_scale(v, 4, 1.0, np.random.default_rng(0))
 
 
+@pytest.mark.parametrize("classes", [2, 3])
+def test_minimax_fair_validation_gathers_one_flag_per_chunk(
+    client, monkeypatch, classes
+):
+    """The checks before spending (finite X, declared labels and groups)
+    bring one flag per chunk to the driver, never one value per record."""
+    import dask
+
+    from skdp.fairness._dask_fit import _validated_records
+
+    X, y, g = _fair_data(n=2000, classes=classes)
+    gathered = []
+    compute = dask.compute
+
+    def recording(*args, **kwargs):
+        out = compute(*args, **kwargs)
+        gathered.append(out)
+        return out
+
+    monkeypatch.setattr(dask, "compute", recording)
+    labels = np.array([0, 1])
+    _validated_records(_fair(), *_fair_dask(X, y, g), labels, np.unique(y))
+    monkeypatch.undo()
+    (flags,) = gathered  # the one validation pass
+    finite, known, in_groups = flags
+    assert len(known) == len(in_groups) == -(-2000 // CHUNKS)
+    assert all(np.ndim(f) == 0 for f in [finite, *known, *in_groups])
+
+
 def _strict_worker():
     import warnings
 
