@@ -823,6 +823,90 @@ def test_per_chunk_maps_are_silent_on_the_workers():
         record_sum(lambda b: np.sum(np.log(b), axis=0), (X,))
 
 
+def test_log_quantiles_of_dask_values_are_silent_on_the_workers():
+    """A zero value (a truncated row's gradient norm, in every multinomial
+    and binary dask fit) has log2 = -inf: that lazy map runs later on a
+    worker, outside the driver's ``np.errstate``, and must not warn there."""
+    import dask
+
+    from skdp.solvers.heavy_tailed.bounds import noisy_log_quantile
+    from skdp.solvers.heavy_tailed.units import feature_scale
+
+    v = np.r_[np.zeros(5), np.arange(1.0, 200.0)]
+    vd = da.from_array(v, chunks=50)
+    with dask.config.set(scheduler="sync"), np.errstate(all="raise"):
+        a = noisy_log_quantile(vd, 0.9, 1.0, np.random.default_rng(0))
+        b = feature_scale(vd, 4, 1.0, np.random.default_rng(0))
+    with np.errstate(all="ignore"):  # the same releases as on numpy input
+        assert a == noisy_log_quantile(v, 0.9, 1.0, np.random.default_rng(0))
+        assert b == feature_scale(v, 4, 1.0, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_minimax_fair_validation_gathers_one_flag_per_chunk(
+    client, monkeypatch, classes
+):
+    """The checks before spending (finite X, declared labels and groups)
+    bring one flag per chunk to the driver, never one value per record."""
+    import dask
+
+    from skdp.fairness._dask_fit import _validated_records
+
+    X, y, g = _fair_data(n=2000, classes=classes)
+    gathered = []
+    compute = dask.compute
+
+    def recording(*args, **kwargs):
+        out = compute(*args, **kwargs)
+        gathered.append(out)
+        return out
+
+    monkeypatch.setattr(dask, "compute", recording)
+    labels = np.array([0, 1])
+    _validated_records(_fair(), *_fair_dask(X, y, g), labels, np.unique(y))
+    monkeypatch.undo()
+    (flags,) = gathered  # the one validation pass
+    finite, known, in_groups = flags
+    assert len(known) == len(in_groups) == -(-2000 // CHUNKS)
+    assert all(np.ndim(f) == 0 for f in [finite, *known, *in_groups])
+
+
+def _strict_worker():
+    import warnings
+
+    saved = (list(warnings.filters), np.geterr())
+    warnings.simplefilter("error")  # a warning fails the task
+    np.seterr(all="warn", under="ignore")
+    return saved
+
+
+def _restore_worker(saved):
+    import warnings
+
+    warnings.filters[:] = saved[0]
+    np.seterr(**saved[1])
+
+
+@pytest.mark.parametrize("classes", [[0, 1], [0, 1, 2]])
+def test_logistic_fit_on_dask_never_warns_on_the_workers(client, classes):
+    """End to end on the cluster: every row above the private truncation
+    level has a zero gradient norm, so the per-chunk maps meet ``1/0`` and
+    ``log2(0)``; a warning on a worker (its log) would tell which chunk holds
+    such a row. Workers turn warnings into errors here."""
+    X, y = _three_classes(n=2000, seed=3)
+    X[17] = 0.0  # a zero row too
+    y = np.minimum(y, len(classes) - 1)
+    Xd, yd = da.from_array(X, chunks=(CHUNKS, -1)), da.from_array(y, chunks=CHUNKS)
+    saved = client.run(_strict_worker)
+    try:
+        est = _heavy(HeavyTailedLogisticRegression, classes=classes).fit(Xd, yd)
+    finally:
+        for worker, state in saved.items():
+            client.run(_restore_worker, state, workers=[worker])
+    ref = _heavy(HeavyTailedLogisticRegression, classes=classes).fit(X, y)
+    _assert_same_glm(ref, est)
+
+
 @pytest.mark.parametrize("classes", [2, 3])
 def test_minimax_fair_predict_on_dask_is_lazy(client, classes):
     kw = {} if classes == 2 else {"classes": [0, 1, 2]}

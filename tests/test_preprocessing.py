@@ -313,6 +313,41 @@ def test_one_hot_encoder_refuses_to_infer_categories():
         OneHotEncoder(categories=[["a"]], handle_unknown="error").fit([["b"]])
 
 
+def test_one_hot_encoder_error_does_not_echo_the_undeclared_value():
+    # handle_unknown="error" reveals that some record holds an undeclared
+    # value (documented); scikit-learn's message would also publish the value
+    X = np.array([["a"]] * 20 + [["secret-42"]])
+    enc = OneHotEncoder(categories=[["a", "b"]], handle_unknown="error")
+    with pytest.raises(ValueError, match="outside the declared categories") as info:
+        enc.fit(X)
+    for exc in (info.value, info.value.__cause__, info.value.__context__):
+        assert exc is None or "secret" not in str(exc)
+    enc.fit(X[:20])
+    with pytest.raises(ValueError, match="outside the declared categories") as info:
+        enc.transform(X)
+    for exc in (info.value, info.value.__cause__, info.value.__context__):
+        assert exc is None or "secret" not in str(exc)
+
+
+def test_one_hot_encoder_error_check_is_accounted_as_non_private():
+    # The fit's success or its error tells whether some record holds an
+    # undeclared value (no noise): neighbouring datasets that differ in that
+    # one record are told apart with certainty, so no finite epsilon holds.
+    X = np.array([["a"]] * 20 + [["b"]])
+    enc = OneHotEncoder(categories=[["a", "b"]], handle_unknown="error").fit(X)
+    assert enc.privacy_spent_[0] == math.inf
+    ignore = OneHotEncoder(categories=[["a", "b"]]).fit(X)
+    assert ignore.privacy_spent_ == (0.0, 0.0)
+    acc = PrivacyAccountant(epsilon=1.0, delta=1e-5)
+    with pytest.raises(BudgetExceededError):
+        OneHotEncoder(
+            categories=[["a", "b"]], handle_unknown="error", accountant=acc
+        ).fit(X)
+    assert acc.spent_epsilon == 0.0  # refused before anything was read
+    OneHotEncoder(categories=[["a", "b"]], accountant=acc).fit(X)
+    assert acc.spent_epsilon == 0.0
+
+
 @pytest.mark.parametrize("strategy", ["mean", "constant"])
 def test_simple_imputer_inf_equals_sklearn(strategy):
     X, lower, upper = _data()

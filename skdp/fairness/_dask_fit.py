@@ -61,7 +61,8 @@ def _check_supported(est, X, sensitive_features):
 
 
 def _label_codes(block, classes, binary):
-    known = np.isin(block, classes)
+    # one flag per chunk reaches the driver, not one per record
+    known = bool(np.isin(block, classes).all())
     if binary:
         return np.where(block == classes[1], 1.0, -1.0), known
     return np.searchsorted(classes, block).astype(np.intp), known
@@ -124,7 +125,7 @@ def _validated_records(est, X, y, sensitive_features, labels, classes):
     flags = dask.compute(finite, known, in_groups)
     if not flags[0]:
         raise ValueError("Input X contains NaN or infinity.")
-    if not all(bool(np.all(f)) for f in flags[1]):
+    if not all(flags[1]):
         raise ValueError(
             f"y contains labels not in the declared classes {classes.tolist()}."
         )

@@ -31,6 +31,7 @@ __all__ = [
     "is_dask_collection",
     "lazy_decision",
     "lazy_rows",
+    "log2_records",
     "map_rows",
     "nan_to_zero",
     "persist_records",
@@ -621,6 +622,38 @@ def nan_to_zero(values):
     if is_dask_collection(values):
         return values.map_blocks(silently, np.nan_to_num, nan=0.0, dtype=np.float64)
     return np.nan_to_num(values, nan=0.0)
+
+
+def _log2_nonneg(values):
+    return np.log2(np.maximum(values, 0.0))
+
+
+def log2_records(values):
+    """``log2(max(values, 0))`` of per-record values, silently (``-inf`` at 0).
+
+    numpy input: under ``np.errstate(all="ignore")``. dask input: a lazy
+    map through :func:`silently`, so that the ``log2(0)`` of a zero value
+    (a truncated row's gradient norm, say) does not warn on the worker that
+    computes it later, where the driver's ``np.errstate`` does not apply.
+
+    Parameters
+    ----------
+    values : ndarray or dask.array.Array of float
+
+    Returns
+    -------
+    ndarray or dask.array.Array
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> log2_records(np.array([0.0, 4.0]))
+    array([-inf,   2.])
+    """
+    if is_dask_collection(values):
+        return values.map_blocks(silently, _log2_nonneg, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        return _log2_nonneg(values)
 
 
 def silently(block, func, *args, **kwargs):

@@ -419,12 +419,12 @@ def clipped_dp_gd(
     else:
         checkpoints = set()
         C = float(clip)
-    with np.errstate(all="ignore"):
-        inv_norms = np.where(row_norms > 0, 1.0 / row_norms, 0.0)
-    # 1 / ||x_i|| overflows for a subnormal norm: the derivative cap would be
-    # inf and the row's gradient (huge |y| times a tiny row) would escape the
-    # clip, so such rows are skipped like zero rows (a per-record map)
-    inv_norms[~np.isfinite(inv_norms)] = 0.0
+    # dask: per chunk, silent on the worker (a zero norm's 1/0 must not warn
+    # there, outside the driver's np.errstate)
+    if is_dask_collection(row_norms):
+        inv_norms = row_norms.map_blocks(_inverse_norms, dtype=np.float64)
+    else:
+        inv_norms = _inverse_norms(row_norms)
     lr = float(step_size)
     clip_levels = np.empty(T)
     step_sizes = np.empty(T)
@@ -449,9 +449,7 @@ def clipped_dp_gd(
         if t in checkpoints:
             best = None  # gradient norms at different clip levels differ
 
-            with np.errstate(all="ignore"):
-                g = safe_derivatives(loss, as_float_records(X @ w), y)
-                norms = np.abs(g) * row_norms
+            norms = _gradient_norms(X, y, row_norms, w, loss)
             C = min(
                 clip_cap,
                 noisy_log_quantile(
@@ -509,3 +507,35 @@ def clipped_dp_gd(
         )
     coef = acc / n_avg if n_avg else w
     return GDResult(coef, clip_levels, step_sizes, T)
+
+
+def _inverse_norms(row_norms):
+    """``1 / ||x_i||``, 0 for a zero (truncated) or subnormal norm (per record)."""
+    with np.errstate(all="ignore"):
+        inv_norms = np.where(row_norms > 0, 1.0 / row_norms, 0.0)
+    # 1 / ||x_i|| overflows for a subnormal norm: the derivative cap would be
+    # inf and the row's gradient (huge |y| times a tiny row) would escape the
+    # clip, so such rows are skipped like zero rows (a per-record map)
+    inv_norms[~np.isfinite(inv_norms)] = 0.0
+    return inv_norms
+
+
+def _norms_block(X, y, row_norms, w, loss):
+    with np.errstate(all="ignore"):
+        g = safe_derivatives(loss, np.asarray(X @ w), y)
+        return np.abs(g) * row_norms
+
+
+def _gradient_norms(X, y, row_norms, w, loss):
+    """Per-sample gradient norms ``|l'(x_i w, y_i)| ||x_i||`` (dask: per chunk)."""
+    if not is_dask_collection(X):
+        with np.errstate(all="ignore"):
+            g = safe_derivatives(loss, as_float_records(X @ w), y)
+            return np.abs(g) * row_norms
+    import dask.array as da
+
+    # one function per chunk on its worker, silent there (its own errstate)
+    return da.blockwise(
+        _norms_block, "i", X, "ij", y, "i", row_norms, "i",
+        w=np.asarray(w), loss=loss, concatenate=True, dtype=np.float64,
+    )  # fmt: skip
