@@ -43,6 +43,7 @@ VARIANTS = {
     "planned": dict(CURVATURE_RATIO=math.inf),
     "default": {},
     "no_shrink": dict(SHRINK_INTERCEPT=False),
+    "shrink_always": dict(SHRINK_ONLY_WITHOUT_SIGNAL=False),
     "floor_0.1": dict(RELEASED_SIGNAL_FLOOR=None),
     "kappa_1": dict(SIGNAL_KAPPA=1.0),
     "stationary": dict(FINITE_RUN=False),

@@ -180,6 +180,10 @@ CURVATURE_RATIO = 0.5
 #: With the curvature release, shrink the returned intercept toward 0 by
 #: :func:`intercept_shrinkage` at its noise level (:func:`gd_intercept_noise`).
 SHRINK_INTERCEPT = True
+#: ... only where the rule found no signal (the most penalized model): the
+#: intercept's noise level uses the per-column curvature for the intercept
+#: column's own, which overstates it when the features' units are loose.
+SHRINK_ONLY_WITHOUT_SIGNAL = True
 #: The rule uses the released curvature minus this many standard deviations
 #: of its noise.
 CURVATURE_LCB = 0.0
@@ -1339,7 +1343,9 @@ def ridge_gd(
         else:
             kept = soft_threshold(correction, DEBIAS_THRESHOLD * tau)
             w[-1] += kept
-        if plan.measure_curvature and not constant and SHRINK_INTERCEPT:
+        no_signal = plan.measure_curvature and chosen[0] >= MAX_PENALTY
+        shrink = SHRINK_INTERCEPT and (no_signal or not SHRINK_ONLY_WITHOUT_SIGNAL)
+        if plan.measure_curvature and not constant and shrink:
             # the gradient steps' intercept is as noisy as the coefficients:
             # shrink it toward 0 when within its noise level of it (the noise
             # level is a function of earlier releases)
