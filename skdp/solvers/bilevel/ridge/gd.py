@@ -514,7 +514,8 @@ class RidgeGDResult:
         ``truncation_threshold``, ``target_scale``; ``constant_model``
         (whether the constant-model check returned the constant model),
         ``constant_difference`` and ``constant_std`` (its release; NaN
-        without the check).
+        without the check); ``curvature`` (the released curvature of the
+        clipped loss used by the plug-in rule, NaN without the release).
     """
 
     coef: np.ndarray
