@@ -42,7 +42,12 @@ CELLS = (
 VARIANTS = {
     "planned": dict(CURVATURE_RATIO=math.inf),
     "default": {},
-    "no_shrink": dict(SHRINK_INTERCEPT=False),
+    "round4": dict(NO_SIGNAL_AS_CONSTANT=False),
+    "evidence_0": dict(NO_SIGNAL_EVIDENCE=0.0),
+    "evidence_3": dict(NO_SIGNAL_EVIDENCE=3.0),
+    "no_shrink": dict(SHRINK_INTERCEPT=False, NO_SIGNAL_AS_CONSTANT=False),
+    "own_curv": dict(OWN_INTERCEPT_CURVATURE=True, NO_SIGNAL_AS_CONSTANT=False),
+    "own_curv+c": dict(OWN_INTERCEPT_CURVATURE=True),
     "shrink_always": dict(SHRINK_ONLY_WITHOUT_SIGNAL=False),
     "floor_0.1": dict(RELEASED_SIGNAL_FLOOR=None),
     "kappa_1": dict(SIGNAL_KAPPA=1.0),

@@ -24,6 +24,14 @@ penalty and returns mostly noise.
 lies in ``[0, 1]``, so the sum has replace-one sensitivity 1 and gets
 ``N(0, z**2)`` noise (one ``GaussianDpEvent(z)``). Rows above ``B`` count
 with ``B**2``: the estimate errs low, i.e. toward more penalty.
+
+With ``kept_fraction=True`` the count of unclipped rows is released jointly
+(one Gaussian vector release of the two sums, each moving by at most 1 when
+one record is replaced, so L2 sensitivity ``sqrt(2)``: noise ``N(0, 2 z**2)``
+on each, the same ``GaussianDpEvent(z)``). The intercept column (the
+constant ``c``) has its own curvature ``c**2`` times the unclipped fraction,
+which the per-column average ``h`` understates when the feature bound is
+loose (issue 21, round 5).
 """
 
 import math
@@ -70,7 +78,9 @@ def curvature_row_bound(s, n_columns, row_bound=None):
     return out
 
 
-def _curvature_sum(X, y, w, clip, bound, intercept_column, fit_intercept):
+def _curvature_sum(
+    X, y, w, clip, bound, intercept_column, fit_intercept, kept_fraction=False
+):
     with np.errstate(all="ignore"):
         coef = w[:-1] if fit_intercept else w
         b = float(w[-1]) if fit_intercept else 0.0
@@ -80,11 +90,24 @@ def _curvature_sum(X, y, w, clip, bound, intercept_column, fit_intercept):
         kept = np.abs(r) * norms <= clip  # NaN compares False: clipped
         terms = np.where(kept, np.minimum(sq, bound * bound), 0.0) / (bound * bound)
         terms = np.where(np.isfinite(terms), terms, 0.0)
+        if kept_fraction:
+            return np.array([float(np.sum(terms)), float(np.sum(kept))])
         return np.array([float(np.sum(terms))])
 
 
 def clipped_curvature(
-    X, y, w, clip, s, z, rng, fit_intercept, *, row_bound=None, intercept_column=None
+    X,
+    y,
+    w,
+    clip,
+    s,
+    z,
+    rng,
+    fit_intercept,
+    *,
+    row_bound=None,
+    intercept_column=None,
+    kept_fraction=False,
 ):
     """Released curvature ``h(w)`` of the clipped squared loss (module docstring).
 
@@ -107,6 +130,9 @@ def clipped_curvature(
         :func:`curvature_row_bound`.
     intercept_column : float, optional
         Value of the design's intercept column (default ``s``).
+    kept_fraction : bool, default=False
+        Also release the fraction of unclipped rows, jointly (L2
+        sensitivity ``sqrt(2)``, see the module docstring).
 
     Returns
     -------
@@ -114,6 +140,9 @@ def clipped_curvature(
         Released curvature per column (may be <= 0 from the noise).
     std : float
         Standard deviation of its noise (public given ``s``).
+    fraction, fraction_std : float
+        Only with ``kept_fraction``: the released unclipped fraction and the
+        standard deviation of its noise (``sqrt(2) z / n``).
 
     Examples
     --------
@@ -131,18 +160,27 @@ def clipped_curvature(
     col = col if fit_intercept else 0.0
     B = curvature_row_bound(s, D, row_bound)
     w = np.asarray(w, dtype=float)
-    total = float(
-        record_sum(
-            _curvature_sum,
-            (X, y),
-            w,
-            float(clip),
-            B,
-            col,
-            bool(fit_intercept),
-        )[0]
+    sums = record_sum(
+        _curvature_sum,
+        (X, y),
+        w,
+        float(clip),
+        B,
+        col,
+        bool(fit_intercept),
+        bool(kept_fraction),
     )
+    scale = B * B / (n * D)
+    if kept_fraction:
+        std = 0.0 if z == 0 else math.sqrt(2.0) * float(z)
+        noisy = np.asarray(sums, dtype=float) + gaussian_noise(rng, std, size=2)
+        return (
+            float(noisy[0]) * scale,
+            std * scale,
+            float(noisy[1]) / n,
+            std / n,
+        )
+    total = float(sums[0])
     std = 0.0 if z == 0 else float(z)
     noisy = total + float(gaussian_noise(rng, std))
-    scale = B * B / (n * D)
     return noisy * scale, std * scale

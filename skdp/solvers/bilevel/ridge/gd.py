@@ -87,7 +87,7 @@ from ...heavy_tailed.known_lipschitz import (
     known_lipschitz_scales,
     make_known_lipschitz_plan,
 )
-from .curvature import clipped_curvature
+from .curvature import ROW_CLIP, clipped_curvature
 
 __all__ = [
     "CLIP_TARGET",
@@ -111,6 +111,8 @@ __all__ = [
     "check_residual_clip",
     "constant_check",
     "intercept_shrinkage",
+    "combine_intercepts",
+    "no_signal_residual_clip",
     "gradient_noise_ratio",
     "gd_intercept_noise",
     "averaged_iterate_noise",
@@ -184,6 +186,22 @@ SHRINK_INTERCEPT = True
 #: intercept's noise level uses the per-column curvature for the intercept
 #: column's own, which overstates it when the features' units are loose.
 SHRINK_ONLY_WITHOUT_SIGNAL = True
+#: Release the unclipped fraction jointly with the curvature and use the
+#: intercept column's own curvature ``s**2`` times it for the intercept's
+#: noise level (:func:`gd_intercept_noise`), not the per-column average,
+#: which understates it when the features' units are loose (round 5).
+OWN_INTERCEPT_CURVATURE = False
+#: Where the rule found no signal (the most penalized model, coefficients
+#: about 0), the intercept is the gradient steps' one and the released
+#: residual mean (:func:`residual_mean`, its clip capped by
+#: :func:`no_signal_residual_clip`) combined at their noise levels
+#: (:func:`combine_intercepts`), shrunk toward 0 at the combined level; not
+#: the gradient steps' alone shrunk at theirs (round 5: a quickstart seed
+#: went to R^2 -0.45).
+NO_SIGNAL_AS_CONSTANT = True
+#: ... and the combined intercept is set to 0 unless it exceeds this many of
+#: its standard deviations (then shrunk at one).
+NO_SIGNAL_EVIDENCE = 2.0
 #: The rule uses the released curvature minus this many standard deviations
 #: of its noise.
 CURVATURE_LCB = 0.0
@@ -1121,6 +1139,85 @@ def check_residual_clip(coef, scale, residual_scale, target_scale):
     return out
 
 
+def no_signal_residual_clip(w, target_scale, s, row_bound=None):
+    """Residual clip of the no-signal intercept release (post-processing).
+
+    The residual ``y - x coef - b`` of a target within the target scale
+    ``T`` is at most ``T + |b| + R ||coef||`` (``R`` the public row bound, or
+    :data:`~skdp.solvers.bilevel.ridge.curvature.ROW_CLIP` ``s sqrt(d)``):
+    a residual clip read off the released model and target scale, much
+    tighter than the gradient clip level's where the noise swamps it.
+
+    Parameters
+    ----------
+    w : ndarray
+        Coefficients, intercept last.
+    target_scale : float
+        Released (or public) target scale ``T``.
+    s : float
+        Feature scale.
+    row_bound : float, optional
+        Public bound on the rows' norms (without the intercept column).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> no_signal_residual_clip(np.array([0.0, 0.0, -24.0]), 200.0, 1.0)
+    224.0
+    >>> no_signal_residual_clip(np.array([3.0, 4.0, 1.0]), 10.0, 1.0, 2.0)
+    21.0
+    """
+    coef = np.asarray(w[:-1], dtype=float)
+    R = (
+        float(row_bound)
+        if row_bound is not None
+        else ROW_CLIP * s * math.sqrt(coef.size)
+    )
+    with np.errstate(all="ignore"):
+        out = float(target_scale) + abs(float(w[-1])) + R * float(np.linalg.norm(coef))
+    return out if np.isfinite(out) and out > 0 else math.inf
+
+
+def combine_intercepts(b, t, m, tau):
+    """Inverse-variance combination of two intercept estimates (public).
+
+    ``b`` with noise standard deviation ``t`` (the gradient steps'), ``m``
+    with ``tau`` (the released residual mean); post-processing.
+
+    Parameters
+    ----------
+    b, t, m, tau : float
+
+    Returns
+    -------
+    value, std : float
+
+    Examples
+    --------
+    >>> combine_intercepts(-24.0, 47.0, -50.0, 14.7)[0] < -47
+    True
+    >>> combine_intercepts(1.0, float("inf"), 2.0, 0.5)
+    (2.0, 0.5)
+    >>> combine_intercepts(1.0, 2.0, 5.0, 0.0)
+    (5.0, 0.0)
+    """
+    b, t, m, tau = float(b), float(t), float(m), float(tau)
+    if not tau > 0:
+        return m, max(tau, 0.0)
+    if not t > 0:
+        return b, 0.0
+    if not math.isfinite(t):
+        return m, tau
+    if not math.isfinite(tau):
+        return b, t
+    wb, wm = 1.0 / (t * t), 1.0 / (tau * tau)
+    return (wb * b + wm * m) / (wb + wm), 1.0 / math.sqrt(wb + wm)
+
+
 def intercept_shrinkage(value, noise_std):
     """Shrink a released intercept toward 0 (public): ``b max(0, 1 - t**2 / b**2)``.
 
@@ -1241,7 +1338,7 @@ def ridge_gd(
             released_floor=RELEASED_SIGNAL_FLOOR,
             **PLUGIN_RULE,
         )
-        chosen, curvature = [], []
+        chosen, curvature, own = [], [], []
 
         def second(coefs, clips, s, windows):
             h = None
@@ -1249,7 +1346,8 @@ def ridge_gd(
                 bound = None
                 if row_bound is not None:  # with the intercept column s
                     bound = math.hypot(float(row_bound), s * plan.fit_intercept)
-                h, std = clipped_curvature(
+                joint = OWN_INTERCEPT_CURVATURE and plan.fit_intercept
+                h, std, *kept = clipped_curvature(
                     X,
                     y,
                     coefs[-1],
@@ -1259,7 +1357,19 @@ def ridge_gd(
                     rng,
                     plan.fit_intercept,
                     row_bound=bound,
+                    kept_fraction=joint,
                 )
+                if joint:  # the intercept column's own: s**2 (unclipped share)
+                    frac, frac_std = kept
+                    own.append(
+                        s
+                        * s
+                        * max(
+                            min(frac, 1.0),
+                            CURVATURE_STD_FLOOR * frac_std,
+                            CURVATURE_FLOOR,
+                        )
+                    )
                 # a lower confidence bound (post-processing): an overstated
                 # curvature understates the noise, the costly direction
                 h = max(
@@ -1331,34 +1441,53 @@ def ridge_gd(
             w.size,
             plan.fit.gd.clip_fraction,
         )
+        no_signal = plan.measure_curvature and chosen[0] >= MAX_PENALTY
+        as_constant = constant or (NO_SIGNAL_AS_CONSTANT and no_signal)
+        target = res.extra["target_scale"]
+        if as_constant and not constant and target is not None:
+            Q = min(Q, no_signal_residual_clip(w, float(target), s, row_bound))
         if math.isinf(Q) and plan.z_intercept > 0:
             Q = 0.0  # no clip level to read a scale from: no correction
         w = w.copy()
         tau = 2.0 * Q * plan.z_intercept / X.shape[0]  # the release's noise
         correction = residual_mean(X, y, w, Q, plan.z_intercept, rng)
         kept = 0.0
-        if constant:
-            # the constant model's intercept is the released (clipped) mean,
-            # shrunk toward 0 when within its noise of it
-            w[-1] = intercept_shrinkage(w[-1] + correction, tau)
-        else:
-            kept = soft_threshold(correction, DEBIAS_THRESHOLD * tau)
-            w[-1] += kept
-        no_signal = plan.measure_curvature and chosen[0] >= MAX_PENALTY
-        shrink = SHRINK_INTERCEPT and (no_signal or not SHRINK_ONLY_WITHOUT_SIGNAL)
-        if plan.measure_curvature and not constant and shrink:
-            # the gradient steps' intercept is as noisy as the coefficients:
-            # shrink it toward 0 when within its noise level of it (the noise
-            # level is a function of earlier releases)
-            t = gd_intercept_noise(
+
+        def steps_noise():  # a function of earlier releases
+            return gd_intercept_noise(
                 res.clip_levels,
                 plan.fit.gd.z_grad,
                 X.shape[0],
                 s,
-                curvature[0],
+                own[0] if own else curvature[0],
                 step_size,
                 plan.stages[-1][1],
             )
+
+        if constant:
+            # the constant model's intercept is the released (clipped) mean,
+            # shrunk toward 0 when within its noise of it
+            w[-1] = intercept_shrinkage(w[-1] + correction, tau)
+        elif as_constant:
+            # no signal: the gradient steps' intercept and the released
+            # residual mean, combined at their noise levels, then shrunk
+            value, std = combine_intercepts(
+                w[-1], steps_noise(), w[-1] + correction, tau
+            )
+            # ... kept only with evidence (a pretest at NO_SIGNAL_EVIDENCE
+            # standard deviations): the rule found no signal either
+            if abs(value) <= NO_SIGNAL_EVIDENCE * std:
+                value = 0.0
+            w[-1] = intercept_shrinkage(value, std)
+        else:
+            kept = soft_threshold(correction, DEBIAS_THRESHOLD * tau)
+            w[-1] += kept
+        shrink = SHRINK_INTERCEPT and (no_signal or not SHRINK_ONLY_WITHOUT_SIGNAL)
+        if plan.measure_curvature and not as_constant and shrink:
+            # the gradient steps' intercept is as noisy as the coefficients:
+            # shrink it toward 0 when within its noise level of it (the noise
+            # level is a function of earlier releases)
+            t = steps_noise()
             t = math.hypot(t, tau) if kept != 0.0 else t
             w[-1] = intercept_shrinkage(w[-1], t)
     coef, intercept = (w[:-1], float(w[-1])) if plan.fit_intercept else (w, 0.0)
