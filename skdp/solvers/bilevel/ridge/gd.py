@@ -201,7 +201,7 @@ OWN_INTERCEPT_CURVATURE = False
 NO_SIGNAL_AS_CONSTANT = True
 #: ... and the combined intercept is set to 0 unless it exceeds this many of
 #: its standard deviations (then shrunk at one).
-NO_SIGNAL_EVIDENCE = 2.0
+NO_SIGNAL_EVIDENCE = 1.5
 #: The rule uses the released curvature minus this many standard deviations
 #: of its noise.
 CURVATURE_LCB = 0.0
