@@ -49,9 +49,13 @@ released (:mod:`~skdp.solvers.bilevel.ridge.curvature`,
 ``GaussianDpEvent(z_curvature)``, :data:`CURVATURE_SHARE`), the noise of the
 first stage's average is the exact variance of the finite run
 (:func:`averaged_iterate_noise`), the signal estimate asks for
-:data:`SIGNAL_KAPPA` times that noise without a floor, and the returned
-intercept, as noisy as the coefficients, is shrunk toward 0 at its noise
-level (:func:`gd_intercept_noise`, :func:`intercept_shrinkage`).
+:data:`SIGNAL_KAPPA` times that noise without a floor. Where the rule finds
+no signal, the returned intercept is the gradient steps' one (as noisy as
+the coefficients, :func:`gd_intercept_noise`) and the released residual
+mean (its clip capped by :func:`no_signal_residual_clip`) combined at their
+noise levels (:func:`combine_intercepts`), set to 0 unless above
+:data:`NO_SIGNAL_EVIDENCE` of its standard deviations, and shrunk toward 0
+(:func:`intercept_shrinkage`; round 5).
 
 Intercept (one more release, last): the clipped gradient steps estimate a
 robust location (a median under heavy clipping), which is not the mean when
