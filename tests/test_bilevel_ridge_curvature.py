@@ -320,3 +320,31 @@ def test_no_signal_intercept_is_the_released_residual_mean():
             errors[switch].append(abs(m.intercept_ - y.mean()))
     assert np.median(errors[True]) < 20.0
     assert np.median(errors[True]) < np.median(errors[False])
+
+
+def test_no_signal_intercept_within_its_noise_is_zero():
+    # Pure noise around a small mean: the combined intercept is within
+    # NO_SIGNAL_EVIDENCE of its standard deviations of 0 on most seeds, and
+    # then exactly 0 (the pretest); its noise level on diabetes-like data is
+    # about 5-15 (the kept ones are of that size).
+    n, d = 331, 10
+    intercepts = []
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        X = rng.normal(size=(n, d))
+        y = 0.5 + 77.0 * rng.normal(size=n)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = BilevelRidge(
+                epsilon=1.0, feature_norm=6.0, target_bound=200.0, random_state=seed
+            ).fit(X, y)
+        intercepts.append(m.intercept_)
+    assert sum(b == 0.0 for b in intercepts) >= 3
+    assert max(abs(b) for b in intercepts) < 20.0
+
+
+def test_combine_intercepts_is_the_inverse_variance_mean():
+    value, std = rgd.combine_intercepts(1.0, 2.0, 4.0, 1.0)
+    assert value == pytest.approx((1.0 / 4 + 4.0) / (1.0 / 4 + 1.0))
+    assert std == pytest.approx(1.0 / math.sqrt(1.0 / 4 + 1.0))
+    assert rgd.combine_intercepts(1.0, 2.0, 4.0, math.inf) == (1.0, 2.0)

@@ -1475,8 +1475,9 @@ def ridge_gd(
         elif as_constant:
             # no signal: the gradient steps' intercept and the released
             # residual mean, combined at their noise levels, then shrunk
+            # (Q = 0: no correction, the residual mean says nothing)
             value, std = combine_intercepts(
-                w[-1], steps_noise(), w[-1] + correction, tau
+                w[-1], steps_noise(), w[-1] + correction, tau if Q > 0 else math.inf
             )
             # ... kept only with evidence (a pretest at NO_SIGNAL_EVIDENCE
             # standard deviations): the rule found no signal either
