@@ -89,6 +89,22 @@ AUDIT_VARIANTS = {
             fit_intercept=True,
         ),
     ),
+    # The default where the gradient noise is large (delta = 1e-8 puts the
+    # plan above CURVATURE_RATIO): the two steps, the released curvature of
+    # the clipped loss (the plug-in rule and the intercept shrinkage are
+    # post-processing of it) and the intercept release.
+    "BilevelRidge(inner_solver='gd', curvature release)": (
+        "BilevelRidge",
+        dict(
+            inner_solver="gd",
+            tuning="risk_estimate",
+            inner_max_iter=2,
+            feature_norm=1.0,
+            target_bound=1.0,
+            fit_intercept=True,
+            delta=1e-8,
+        ),
+    ),
     # Multinomial path (a declared third class without examples): one
     # full-batch step of the d x K per-record clipped gradient.
     "HeavyTailedLogisticRegression(multinomial)": (

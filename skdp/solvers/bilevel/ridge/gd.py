@@ -37,6 +37,26 @@ by :func:`loss_differences` (two candidates: L2 sensitivity 2,
 the fitted one is better by :data:`CONSTANT_MARGIN` standard deviations of
 that noise. Its intercept is then the released residual mean below.
 
+Released curvature (``tuning="risk_estimate"``, where the planned gradient
+noise is large: :func:`gradient_noise_ratio` above :data:`CURVATURE_RATIO`,
+a public rule; one more release, at the end of the first stage): the
+plug-in rule (:func:`plugin_penalty`) divides the gradient noise by the
+curvature of the clipped loss. The planned value ``(1 - p) s**2`` assumes the
+planned clipped fraction; where the noise swamps the signal more rows are
+clipped and the noise level was understated up to 6.5x (issue 21, round 4:
+excess risk 137 against 2 for the zero model). The curvature is then
+released (:mod:`~skdp.solvers.bilevel.ridge.curvature`,
+``GaussianDpEvent(z_curvature)``, :data:`CURVATURE_SHARE`), the noise of the
+first stage's average is the exact variance of the finite run
+(:func:`averaged_iterate_noise`), the signal estimate asks for
+:data:`SIGNAL_KAPPA` times that noise without a floor. Where the rule finds
+no signal, the returned intercept is the gradient steps' one (as noisy as
+the coefficients, :func:`gd_intercept_noise`) and the released residual
+mean (its clip capped by :func:`no_signal_residual_clip`) combined at their
+noise levels (:func:`combine_intercepts`), set to 0 unless above
+:data:`NO_SIGNAL_EVIDENCE` of its standard deviations, and shrunk toward 0
+(:func:`intercept_shrinkage`; round 5).
+
 Intercept (one more release, last): the clipped gradient steps estimate a
 robust location (a median under heavy clipping), which is not the mean when
 the noise is skewed. With ``fit_intercept`` the returned model's intercept is
@@ -71,12 +91,15 @@ from ...heavy_tailed.known_lipschitz import (
     known_lipschitz_scales,
     make_known_lipschitz_plan,
 )
+from .curvature import ROW_CLIP, clipped_curvature
 
 __all__ = [
     "CLIP_TARGET",
     "CONSTANT_CHECK_RATIO",
     "CONSTANT_MARGIN",
     "CONSTANT_SHARE",
+    "CURVATURE_RATIO",
+    "CURVATURE_SHARE",
     "DEBIAS_THRESHOLD",
     "INTERCEPT_SHARE",
     "DEFAULT_PENALTIES",
@@ -92,7 +115,11 @@ __all__ = [
     "check_residual_clip",
     "constant_check",
     "intercept_shrinkage",
+    "combine_intercepts",
+    "no_signal_residual_clip",
     "gradient_noise_ratio",
+    "gd_intercept_noise",
+    "averaged_iterate_noise",
     "plan_ridge_gd",
     "plugin_penalty",
     "residual_clip",
@@ -149,6 +176,53 @@ CHECK_RESID_CLIP = 3.0
 #: Standard deviations of the check's noise by which the fitted model must
 #: beat the constant one (0: the smaller released loss).
 CONSTANT_MARGIN = 0.0
+#: Share of ``mu**2`` of the curvature release of the plug-in rule
+#: (:mod:`~skdp.solvers.bilevel.ridge.curvature`), where
+#: :func:`gradient_noise_ratio` exceeds :data:`CURVATURE_RATIO`.
+CURVATURE_SHARE = 0.05
+#: Public switch of the curvature release: the planned per-step gradient
+#: noise norm relative to the clip level above which it is run.
+CURVATURE_RATIO = 0.5
+#: With the curvature release, shrink the returned intercept toward 0 by
+#: :func:`intercept_shrinkage` at its noise level (:func:`gd_intercept_noise`).
+SHRINK_INTERCEPT = True
+#: ... only where the rule found no signal (the most penalized model): the
+#: intercept's noise level uses the per-column curvature for the intercept
+#: column's own, which overstates it when the features' units are loose.
+SHRINK_ONLY_WITHOUT_SIGNAL = True
+#: Release the unclipped fraction jointly with the curvature and use the
+#: intercept column's own curvature ``s**2`` times it for the intercept's
+#: noise level (:func:`gd_intercept_noise`), not the per-column average,
+#: which understates it when the features' units are loose (round 5).
+OWN_INTERCEPT_CURVATURE = False
+#: Where the rule found no signal (the most penalized model, coefficients
+#: about 0), the intercept is the gradient steps' one and the released
+#: residual mean (:func:`residual_mean`, its clip capped by
+#: :func:`no_signal_residual_clip`) combined at their noise levels
+#: (:func:`combine_intercepts`), shrunk toward 0 at the combined level; not
+#: the gradient steps' alone shrunk at theirs (round 5: a quickstart seed
+#: went to R^2 -0.45).
+NO_SIGNAL_AS_CONSTANT = True
+#: ... and the combined intercept is set to 0 unless it exceeds this many of
+#: its standard deviations (then shrunk at one).
+NO_SIGNAL_EVIDENCE = 1.5
+#: The rule uses the released curvature minus this many standard deviations
+#: of its noise.
+CURVATURE_LCB = 0.0
+#: With the released curvature, the rule's noise is the exact variance of the
+#: finite run's average (:func:`averaged_iterate_noise`), not its
+#: stationary limit.
+FINITE_RUN = True
+#: Floor of the released curvature in standard deviations of its noise.
+CURVATURE_STD_FLOOR = 1.0
+#: Evidence asked of the signal with a released curvature
+#: (``released_kappa`` of :func:`plugin_penalty`).
+SIGNAL_KAPPA = 1.25
+#: Signal floor of the rule with a released curvature (``None``: as planned,
+#: :data:`SIGNAL_FLOOR`).
+RELEASED_SIGNAL_FLOOR = 0.0
+#: Floor of the released curvature, in units of ``s**2``.
+CURVATURE_FLOOR = 1e-3
 #: Floor of the plug-in rule's signal estimate, a fraction of ``||w||**2``.
 SIGNAL_FLOOR = 0.1
 #: Options of :func:`plugin_penalty` used by :func:`ridge_gd` (round 3):
@@ -225,6 +299,11 @@ class RidgeGDPlan:
     z_constant : float
         Multiplier of the constant-model check (:func:`constant_check`, L2
         sensitivity 2); ``inf``: none.
+    z_curvature : float
+        Multiplier of the curvature release of ``tuning="risk_estimate"``
+        (:func:`~skdp.solvers.bilevel.ridge.curvature.clipped_curvature`,
+        sensitivity 1); ``inf``: none (the rule uses the planned
+        curvature).
     """
 
     fit: KnownLipschitzPlan
@@ -235,17 +314,25 @@ class RidgeGDPlan:
     tuning: str = "path"
     z_intercept: float = math.inf
     z_constant: float = math.inf
+    z_curvature: float = math.inf
 
     @property
     def event(self):
         events = [self.fit.event]
         if not (len(self.penalties) == 1 or self.tuning == "risk_estimate"):
             events.append(GaussianDpEvent(self.z_select))
+        if self.measure_curvature:
+            events.append(GaussianDpEvent(self.z_curvature))
         if self.check_constant:
             events.append(GaussianDpEvent(self.z_constant))
         if self.debias:
             events.append(GaussianDpEvent(self.z_intercept))
         return events[0] if len(events) == 1 else ComposedDpEvent(events)
+
+    @property
+    def measure_curvature(self):
+        """Whether the plug-in rule uses a released curvature."""
+        return self.tuning == "risk_estimate" and not math.isinf(self.z_curvature)
 
     @property
     def check_constant(self):
@@ -273,6 +360,7 @@ def plan_ridge_gd(
     small_n_share=0.0,
     intercept_share=INTERCEPT_SHARE,
     constant_share=0.0,
+    curvature_share=0.0,
 ):
     """Split a GDP budget ``mu`` between the path and its selection.
 
@@ -311,6 +399,14 @@ def plan_ridge_gd(
         plan without the check has :func:`gradient_noise_ratio` above
         :data:`CONSTANT_CHECK_RATIO`, else 0 (a public rule of ``n``, ``d``,
         ``mu`` and the steps).
+    curvature_share : float or "auto", default=0.0
+        With ``tuning="risk_estimate"``, share of the rest of ``mu**2``
+        (after the intercept's and the check's) for the curvature release of
+        the plug-in rule (:mod:`~skdp.solvers.bilevel.ridge.curvature`); 0:
+        none, the rule uses the planned curvature. ``"auto"``:
+        :data:`CURVATURE_SHARE` where the plan without it has
+        :func:`gradient_noise_ratio` above :data:`CURVATURE_RATIO`, else 0
+        (a public rule of ``n``, ``d``, ``mu`` and the steps).
 
     Returns
     -------
@@ -335,6 +431,15 @@ def plan_ridge_gd(
         small_n_share=small_n_share,
         intercept_share=intercept_share,
     )
+    if isinstance(curvature_share, str):
+        if curvature_share != "auto":
+            raise ValueError(f"curvature_share={curvature_share!r} is not supported.")
+        plain = plan_ridge_gd(*args, **kwargs, constant_share=constant_share)
+        ratio = gradient_noise_ratio(plain.fit.gd.z_grad, n, d + int(fit_intercept))
+        if tuning != "risk_estimate" or not ratio > CURVATURE_RATIO:
+            return plain
+        curvature_share = CURVATURE_SHARE
+    kwargs["curvature_share"] = curvature_share
     if isinstance(constant_share, str):
         if constant_share != "auto":
             raise ValueError(f"constant_share={constant_share!r} is not supported.")
@@ -363,6 +468,12 @@ def plan_ridge_gd(
     if constant_share > 0:
         z_constant, z_rest = split_gdp(
             mu, [(1, constant_share), (1, 1.0 - constant_share)]
+        )
+        mu = math.inf if z_rest == 0 else 1.0 / z_rest
+    z_curvature = math.inf
+    if curvature_share > 0 and tuning == "risk_estimate":
+        z_curvature, z_rest = split_gdp(
+            mu, [(1, curvature_share), (1, 1.0 - curvature_share)]
         )
         mu = math.inf if z_rest == 0 else 1.0 / z_rest
     mu_fit = mu
@@ -398,6 +509,7 @@ def plan_ridge_gd(
         tuning,
         z_intercept,
         z_constant,
+        z_curvature,
     )
 
 
@@ -424,7 +536,8 @@ class RidgeGDResult:
         ``truncation_threshold``, ``target_scale``; ``constant_model``
         (whether the constant-model check returned the constant model),
         ``constant_difference`` and ``constant_std`` (its release; NaN
-        without the check).
+        without the check); ``curvature`` (the released curvature of the
+        clipped loss used by the plug-in rule, NaN without the release).
     """
 
     coef: np.ndarray
@@ -447,6 +560,9 @@ def plugin_penalty(
     statistical=False,
     curvature_correction=False,
     signal_floor=0.0,
+    step_size=None,
+    released_kappa=1.0,
+    released_floor=None,
 ):
     """The ``"risk_estimate"`` rule: a penalty from the first stage's release.
 
@@ -505,11 +621,28 @@ def plugin_penalty(
         ``||w||**2`` (0: positive-part James-Stein, i.e. the most penalized
         model whenever ``||w||**2 <= d v``). A floor ``f`` keeps at least a
         shrinkage ``f / (f + d v / ||w||**2)`` of the first model.
+    step_size : float, optional
+        Step for features of unit scale (the solver's is ``step_size /
+        s**2``). With a released ``curvature`` (see Returns), ``v`` is then
+        the exact noise variance of the average of the stage's iterates
+        (:func:`averaged_iterate_noise`) instead of its stationary limit,
+        which overstates it when the stage is too short to mix (``step h m``
+        not large).
+    released_kappa : float, default=1.0
+        With a released ``curvature``, the signal estimate is ``||w||**2 -
+        kappa d v``: ``kappa > 1`` asks for more evidence of signal where
+        the noise level is itself a noisy estimate.
+    released_floor : float, optional
+        With a released ``curvature``, the signal floor (default
+        ``signal_floor``).
 
     Returns
     -------
     callable
-        ``f(stage_coefs, clip_levels, s) -> omega / s**2``.
+        ``f(stage_coefs, clip_levels, s, windows=None, curvature=None) ->
+        omega / s**2``; ``curvature`` replaces the planned curvature ``(1 -
+        p) s**2`` of the clipped loss (e.g. the release of
+        :func:`~skdp.solvers.bilevel.ridge.curvature.clipped_curvature`).
 
     Examples
     --------
@@ -519,30 +652,141 @@ def plugin_penalty(
     0.0004
     """
 
-    def penalty(coefs, clips, s, windows=None):
+    def penalty(coefs, clips, s, windows=None, curvature=None):
         w = np.asarray(coefs[-1], dtype=float)
         w = w[:-1] if fit_intercept else w
         d = w.size
         window = np.asarray(clips, dtype=float)[-int(n_averaged) :]
+        # curvature of the clipped loss: planned, or released
+        h = s * s * (1.0 - clip_fraction) if curvature is None else float(curvature)
         with np.errstate(all="ignore"):
-            v = float(np.mean((2.0 * window * z_grad / n) ** 2)) / (
-                s**4 * n_averaged * (1.0 - clip_fraction) ** 2
-            )
+            if curvature is not None and step_size is not None:
+                sigmas = 2.0 * np.asarray(clips, dtype=float) * z_grad / n
+                eta = float(step_size) / (s * s)
+                v = averaged_iterate_noise(sigmas, eta * h, eta, int(n_averaged))
+            else:
+                v = float(np.mean((2.0 * window * z_grad / n) ** 2)) / (
+                    h * h * n_averaged
+                )
             if windows:
                 v = max(v, iterate_noise(windows[-1][:, :d]))
             if statistical and len(window):
                 D = d + int(fit_intercept)
                 v += statistical_noise(float(np.median(window)), s, D, clip_fraction, n)
             ww = float(w @ w)
-            signal = max(ww - d * v, float(signal_floor) * ww)
+            kappa, floor = 1.0, float(signal_floor)
+            if curvature is not None:
+                kappa = float(released_kappa)
+                floor = floor if released_floor is None else float(released_floor)
+            signal = max(ww - kappa * d * v, floor * ww)
             if not np.isfinite(v) or v <= 0:
                 return 0.0
             if not signal > 0:
                 return float(max_penalty)
-            h = (1.0 - clip_fraction) if curvature_correction else 1.0
-            return float(min(max_penalty, h * d * v / signal))
+            g = h / (s * s) if curvature_correction else 1.0
+            return float(min(max_penalty, g * d * v / signal))
 
     return penalty
+
+
+def averaged_iterate_noise(sigmas, rate, step, m):
+    """Noise variance of the average of the last ``m`` iterates of noisy GD.
+
+    On a quadratic of curvature ``h`` (per coordinate), gradient descent with
+    step ``eta`` and gradient noise ``N(0, sigma_k**2)`` at step ``k`` has the
+    error ``e_{t+1} = (1 - eta h) e_t + eta xi_t``; the average of
+    ``e_{T-m+1}, ..., e_T`` is ``sum_k c_k xi_k`` with ``c_k = eta / m
+    sum_t (1 - eta h)**(t - 1 - k)`` over the averaged ``t > k``. Returns
+    ``sum_k c_k**2 sigma_k**2`` (public given its inputs). Its limit for a
+    long, mixed run is ``mean(sigma**2) / (h**2 m)``; a short run (``eta h m``
+    small) averages less noise in.
+
+    Parameters
+    ----------
+    sigmas : ndarray of shape (T,)
+        Noise standard deviation of every step of the run.
+    rate : float
+        ``eta h`` (clipped to ``[0, 1]``).
+    step : float
+        ``eta``.
+    m : int
+        Averaged final iterates.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> v = averaged_iterate_noise(np.ones(4000), 0.1, 0.1, 2000)
+    >>> round(v * 2000, 2)  # the stationary limit 1 / (h**2 m), h = 1
+    1.0
+    >>> averaged_iterate_noise(np.ones(2), 0.0, 1.0, 1)  # a random walk
+    2.0
+    """
+    sig = np.asarray(sigmas, dtype=float)
+    T = sig.size
+    m = max(1, min(int(m), T))
+    rho = 1.0 - min(max(float(rate), 0.0), 1.0)
+    k = np.arange(T)
+    first = T - m + 1  # averaged iterates e_first .. e_T
+    # sum_{t=max(k+1, first)}^{T} rho**(t - 1 - k)
+    lo = np.maximum(k + 1, first) - 1 - k
+    hi = T - 1 - k
+    with np.errstate(all="ignore"):
+        if rho == 1.0:
+            geo = (hi - lo + 1).astype(float)
+        else:
+            geo = (rho**lo - rho ** (hi + 1)) / (1.0 - rho)
+        c = float(step) / m * geo
+        return float(np.sum(c * c * sig * sig))
+
+
+def gd_intercept_noise(clips, z_grad, n, s, curvature, step_size, m):
+    """Noise level of the gradient steps' averaged intercept (post-processing).
+
+    The standard deviation of the average of the last ``m`` iterates along
+    the intercept column (the constant ``s``, unpenalized, so the whole run
+    counts), :func:`averaged_iterate_noise` with the released per-column
+    curvature ``h`` of the clipped loss standing in for the column's own
+    (:mod:`~skdp.solvers.bilevel.ridge.curvature`), in the units of ``y``.
+
+    Parameters
+    ----------
+    clips : ndarray of shape (T,)
+        Clip levels of every step.
+    z_grad : float
+    n : int
+    s : float
+        Feature scale (the intercept column's value).
+    curvature : float
+        ``h``.
+    step_size : float
+        Step for features of unit scale (the solver's is ``step_size /
+        s**2``).
+    m : int
+        Averaged final iterates.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = gd_intercept_noise(np.full(4000, 1.0), 50.0, 1000, 1.0, 0.5, 0.2, 2000)
+    >>> round(t, 3)  # the stationary limit sqrt(0.1**2 / (0.5**2 2000))
+    0.004
+    """
+    if not curvature > 0:
+        return math.inf
+    eta = float(step_size) / (s * s)
+    sigmas = 2.0 * np.asarray(clips, dtype=float) * z_grad / n
+    # the intercept (in y units) is s times its coefficient in the design
+    var = averaged_iterate_noise(sigmas, eta * curvature, eta, m) * s * s
+    out = math.sqrt(var) if np.isfinite(var) else math.inf
+    return out
 
 
 def statistical_noise(clip, s, n_columns, clip_fraction, n):
@@ -899,6 +1143,85 @@ def check_residual_clip(coef, scale, residual_scale, target_scale):
     return out
 
 
+def no_signal_residual_clip(w, target_scale, s, row_bound=None):
+    """Residual clip of the no-signal intercept release (post-processing).
+
+    The residual ``y - x coef - b`` of a target within the target scale
+    ``T`` is at most ``T + |b| + R ||coef||`` (``R`` the public row bound, or
+    :data:`~skdp.solvers.bilevel.ridge.curvature.ROW_CLIP` ``s sqrt(d)``):
+    a residual clip read off the released model and target scale, much
+    tighter than the gradient clip level's where the noise swamps it.
+
+    Parameters
+    ----------
+    w : ndarray
+        Coefficients, intercept last.
+    target_scale : float
+        Released (or public) target scale ``T``.
+    s : float
+        Feature scale.
+    row_bound : float, optional
+        Public bound on the rows' norms (without the intercept column).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> no_signal_residual_clip(np.array([0.0, 0.0, -24.0]), 200.0, 1.0)
+    224.0
+    >>> no_signal_residual_clip(np.array([3.0, 4.0, 1.0]), 10.0, 1.0, 2.0)
+    21.0
+    """
+    coef = np.asarray(w[:-1], dtype=float)
+    R = (
+        float(row_bound)
+        if row_bound is not None
+        else ROW_CLIP * s * math.sqrt(coef.size)
+    )
+    with np.errstate(all="ignore"):
+        out = float(target_scale) + abs(float(w[-1])) + R * float(np.linalg.norm(coef))
+    return out if np.isfinite(out) and out > 0 else math.inf
+
+
+def combine_intercepts(b, t, m, tau):
+    """Inverse-variance combination of two intercept estimates (public).
+
+    ``b`` with noise standard deviation ``t`` (the gradient steps'), ``m``
+    with ``tau`` (the released residual mean); post-processing.
+
+    Parameters
+    ----------
+    b, t, m, tau : float
+
+    Returns
+    -------
+    value, std : float
+
+    Examples
+    --------
+    >>> combine_intercepts(-24.0, 47.0, -50.0, 14.7)[0] < -47
+    True
+    >>> combine_intercepts(1.0, float("inf"), 2.0, 0.5)
+    (2.0, 0.5)
+    >>> combine_intercepts(1.0, 2.0, 5.0, 0.0)
+    (5.0, 0.0)
+    """
+    b, t, m, tau = float(b), float(t), float(m), float(tau)
+    if not tau > 0:
+        return m, max(tau, 0.0)
+    if not t > 0:
+        return b, 0.0
+    if not math.isfinite(t):
+        return m, tau
+    if not math.isfinite(tau):
+        return b, t
+    wb, wm = 1.0 / (t * t), 1.0 / (tau * tau)
+    return (wb * b + wm * m) / (wb + wm), 1.0 / math.sqrt(wb + wm)
+
+
 def intercept_shrinkage(value, noise_std):
     """Shrink a released intercept toward 0 (public): ``b max(0, 1 - t**2 / b**2)``.
 
@@ -954,7 +1277,15 @@ def select_candidate(differences, stds, margin=SELECTION_MARGIN):
 
 
 def ridge_gd(
-    X, y, plan, rng, *, step_size=None, margin=SELECTION_MARGIN, omega_bounds=None
+    X,
+    y,
+    plan,
+    rng,
+    *,
+    step_size=None,
+    margin=SELECTION_MARGIN,
+    omega_bounds=None,
+    row_bound=None,
 ):
     """Run the penalty path and select privately (see the module docstring).
 
@@ -975,6 +1306,10 @@ def ridge_gd(
         Public ``(low, high)`` bounds on the plug-in penalty ``omega`` (on the
         mean loss, in the units of ``X``) of ``tuning="risk_estimate"``; the
         rule's choice is clipped to them (post-processing).
+    row_bound : float, optional
+        Public bound on the norms of the rows of ``X`` (e.g. a public
+        feature norm they were clipped to); tightens the curvature release
+        (:func:`~skdp.solvers.bilevel.ridge.curvature.curvature_row_bound`).
 
     Returns
     -------
@@ -1002,12 +1337,52 @@ def ridge_gd(
             plan.stages[0][1],
             plan.fit_intercept,
             plan.fit.gd.clip_fraction,
+            step_size=step_size if FINITE_RUN else None,
+            released_kappa=SIGNAL_KAPPA,
+            released_floor=RELEASED_SIGNAL_FLOOR,
             **PLUGIN_RULE,
         )
-        chosen = []
+        chosen, curvature, own = [], [], []
 
         def second(coefs, clips, s, windows):
-            penalty = rule(coefs, clips, s, windows)
+            h = None
+            if plan.measure_curvature:
+                bound = None
+                if row_bound is not None:  # with the intercept column s
+                    bound = math.hypot(float(row_bound), s * plan.fit_intercept)
+                joint = OWN_INTERCEPT_CURVATURE and plan.fit_intercept
+                h, std, *kept = clipped_curvature(
+                    X,
+                    y,
+                    coefs[-1],
+                    float(clips[-1]),
+                    s,
+                    plan.z_curvature,
+                    rng,
+                    plan.fit_intercept,
+                    row_bound=bound,
+                    kept_fraction=joint,
+                )
+                if joint:  # the intercept column's own: s**2 (unclipped share)
+                    frac, frac_std = kept
+                    own.append(
+                        s
+                        * s
+                        * max(
+                            min(frac, 1.0),
+                            CURVATURE_STD_FLOOR * frac_std,
+                            CURVATURE_FLOOR,
+                        )
+                    )
+                # a lower confidence bound (post-processing): an overstated
+                # curvature understates the noise, the costly direction
+                h = max(
+                    h - CURVATURE_LCB * std,
+                    CURVATURE_STD_FLOOR * std,
+                    CURVATURE_FLOOR * s * s,
+                )
+                curvature.append(h)
+            penalty = rule(coefs, clips, s, windows, curvature=h)
             if omega_bounds is not None:  # omega = penalty * s**2
                 low, high = omega_bounds
                 penalty = min(max(penalty, low / s**2), high / s**2)
@@ -1070,17 +1445,56 @@ def ridge_gd(
             w.size,
             plan.fit.gd.clip_fraction,
         )
+        no_signal = plan.measure_curvature and chosen[0] >= MAX_PENALTY
+        as_constant = constant or (NO_SIGNAL_AS_CONSTANT and no_signal)
+        target = res.extra["target_scale"]
+        if as_constant and not constant and target is not None:
+            Q = min(Q, no_signal_residual_clip(w, float(target), s, row_bound))
         if math.isinf(Q) and plan.z_intercept > 0:
             Q = 0.0  # no clip level to read a scale from: no correction
         w = w.copy()
         tau = 2.0 * Q * plan.z_intercept / X.shape[0]  # the release's noise
         correction = residual_mean(X, y, w, Q, plan.z_intercept, rng)
+        kept = 0.0
+
+        def steps_noise():  # a function of earlier releases
+            return gd_intercept_noise(
+                res.clip_levels,
+                plan.fit.gd.z_grad,
+                X.shape[0],
+                s,
+                own[0] if own else curvature[0],
+                step_size,
+                plan.stages[-1][1],
+            )
+
         if constant:
             # the constant model's intercept is the released (clipped) mean,
             # shrunk toward 0 when within its noise of it
             w[-1] = intercept_shrinkage(w[-1] + correction, tau)
+        elif as_constant:
+            # no signal: the gradient steps' intercept and the released
+            # residual mean, combined at their noise levels, then shrunk
+            # (Q = 0: no correction, the residual mean says nothing)
+            value, std = combine_intercepts(
+                w[-1], steps_noise(), w[-1] + correction, tau if Q > 0 else math.inf
+            )
+            # ... kept only with evidence (a pretest at NO_SIGNAL_EVIDENCE
+            # standard deviations): the rule found no signal either
+            if abs(value) <= NO_SIGNAL_EVIDENCE * std:
+                value = 0.0
+            w[-1] = intercept_shrinkage(value, std)
         else:
-            w[-1] += soft_threshold(correction, DEBIAS_THRESHOLD * tau)
+            kept = soft_threshold(correction, DEBIAS_THRESHOLD * tau)
+            w[-1] += kept
+        shrink = SHRINK_INTERCEPT and (no_signal or not SHRINK_ONLY_WITHOUT_SIGNAL)
+        if plan.measure_curvature and not as_constant and shrink:
+            # the gradient steps' intercept is as noisy as the coefficients:
+            # shrink it toward 0 when within its noise level of it (the noise
+            # level is a function of earlier releases)
+            t = steps_noise()
+            t = math.hypot(t, tau) if kept != 0.0 else t
+            w[-1] = intercept_shrinkage(w[-1], t)
     coef, intercept = (w[:-1], float(w[-1])) if plan.fit_intercept else (w, 0.0)
     penalties = plan.penalties
     if plan.tuning == "risk_estimate":
@@ -1095,6 +1509,9 @@ def ridge_gd(
         "constant_model": constant,
         "constant_difference": check[0],
         "constant_std": check[1],
+        "curvature": curvature[0]
+        if plan.tuning == "risk_estimate" and curvature
+        else math.nan,
     }
     return RidgeGDResult(
         coef, intercept, float(omegas[k]), k, omegas, diffs, candidates, info
