@@ -185,3 +185,26 @@ def test_estimator_plan_with_the_release_matches_dp_accounting(monkeypatch):
     acc.compose(_doubled(plan.event))
     assert acc.get_epsilon(delta) == pytest.approx(eps, abs=1e-5)
     assert est.privacy_spent_[0] <= eps and est.privacy_spent_[1] == delta
+
+
+def test_audit_configuration_runs_the_curvature_release(monkeypatch):
+    # The audit variant covers the release only while its plan is above
+    # CURVATURE_RATIO (a narrow margin at n = 50, d = 2, epsilon = 1).
+    from skdp._testing.audit_configs import AUDIT_VARIANTS
+
+    name, params = AUDIT_VARIANTS["BilevelRidge(inner_solver='gd', curvature release)"]
+    assert name == "BilevelRidge"
+    plans = []
+    real = bilevel_module.plan_ridge_gd
+
+    def spy(*args, **kwargs):
+        plans.append(real(*args, **kwargs))
+        return plans[-1]
+
+    monkeypatch.setattr(bilevel_module, "plan_ridge_gd", spy)
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(50, 2)), np.clip(rng.normal(size=50), -1, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        BilevelRidge(epsilon=1.0, random_state=0, **params).fit(X, y)
+    assert plans[-1].measure_curvature
