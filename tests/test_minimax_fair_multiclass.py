@@ -175,6 +175,52 @@ def test_coupled_runs_along_a_noisy_trajectory(monkeypatch, K, move_group):
     assert result.sensitivities.max() > result.sensitivities.min()
 
 
+@pytest.mark.parametrize("epsilon", [1.0, 200.0])
+def test_fit_coupled_runs_follow_the_schedule_clip(monkeypatch, epsilon):
+    """Through the estimator (the plan's schedule: clip 0.7 row bounds when
+    noisy, larger as z -> 0): at every step the statistic of a neighbour whose
+    record changes class AND group moves by at most the declared sensitivity,
+    which is computed from the clip actually applied, and nearly attains it
+    when the clip binds."""
+    rng = np.random.default_rng(0)
+    n, K = 300, 3
+    X = rng.normal(size=(n, 3)) * 2.0
+    y = rng.integers(0, K, size=n)
+    g = rng.choice(3, size=n, p=[0.5, 0.3, 0.2])
+    X[0], y[0], g[0] = [10.0, 0.0, 0.0], 0, 0
+    original = gda_module.stacked_statistic_multinomial
+    ratios, clips = [], []
+
+    def coupled(Xc, yc, gc, m_, v, a, clip, B, lam, row_norms=None):
+        s1 = original(Xc, yc, gc, m_, v, a, clip, B, lam, row_norms=row_norms)
+        yn, gn = yc.copy(), gc.copy()
+        yn[0], gn[0] = 1, 1  # the same (clipped) row, another class and group
+        s2 = original(Xc, yn, gn, m_, v, a, clip, B, lam)
+        ratios.append(np.linalg.norm(s1 - s2) / stacked_sensitivity(a, clip, lam * B))
+        clips.append(clip)
+        return s1
+
+    monkeypatch.setattr(gda_module, "stacked_statistic_multinomial", coupled)
+    clf = MinimaxFairClassifier(
+        epsilon=epsilon,
+        feature_norm=3.0,
+        classes=[0, 1, 2],
+        groups=[0, 1, 2],
+        group_priors=[0.5, 0.3, 0.2],
+        max_iter=40,
+        random_state=0,
+    ).fit(X, y, sensitive_features=g)
+    u = clf.constants_["noiseless_share"]
+    bound = math.hypot(3.0, 1.0)
+    clip = ((1 - u) * 0.7 + u * math.sqrt(2.0)) * bound
+    assert (u == 0.0) == (epsilon == 1.0)
+    assert clf.constants_["clip"] == pytest.approx(clip)
+    assert set(clips) == {clf.constants_["clip"]}
+    assert len(ratios) == 40
+    assert max(ratios) <= 1.0 + 1e-12
+    assert max(ratios) >= (0.8 if u == 0.0 else 0.4)
+
+
 # --- accounting -----------------------------------------------------------------------------
 
 
