@@ -353,7 +353,7 @@ def multinomial_accuracy(Xtr, ytr, Xte, yte, K, eps, seed):
         if K > 2:
             return float(clf.fit(Xtr, ytr).score(Xte, yte))
         clf.classes_, clf.n_features_in_ = np.arange(2), Xtr.shape[1]
-        w, _ = clf._fit_multinomial(Xtr, ytr.astype(np.int64), 2)
+        w = clf._fit_multinomial(Xtr, ytr.astype(np.int64), 2).coef
     return acc_of(w, Xte, yte)
 
 
