@@ -312,9 +312,10 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         """Run the solver; returns its :class:`HeavyTailedResult` (private releases)."""
         n = X.shape[0]
         d = X.shape[1] + int(self.fit_intercept)
+        radius = self._radius()
         paper = dict(G_k=self.G_k, G_2=self.G_2, k=int(self.k))
         common = dict(
-            radius=self._radius(),
+            radius=radius,
             row_norms=record_norms(X),  # dask: per chunk, on the workers
             fit_intercept=self.fit_intercept,
             scaled_intercept=self._scaled_intercept(),
@@ -343,7 +344,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 d,
                 loss.curvature_bound,
                 step_size=self.step_size,
-                radius=self._radius(),
+                radius=radius,
                 **paper,
             )
             return onepass_clipped_dp_sgd(X, y, loss, plan, rng, **schedule, **common)
