@@ -79,18 +79,17 @@ WINE_SCALE = np.array(
 def old_rules():
     """The multinomial rules before this round: a fixed feature-scale floor
     factor of 8 and the binary step rule (:func:`practical_step_size`)."""
-    import skdp.linear_model._heavy_tailed as ht
     import skdp.solvers.heavy_tailed.multinomial as mn
 
-    floor, step = mn.scale_floor_factor, ht.multinomial_step_size
+    floor, step = mn.scale_floor_factor, mn.multinomial_step_size
     mn.scale_floor_factor = lambda n, z: mn.SCALE_FLOOR_FACTOR
-    ht.multinomial_step_size = lambda p: practical_step_size(
+    mn.multinomial_step_size = lambda p: practical_step_size(
         mn.MULTINOMIAL_CURVATURE, p
     )
     try:
         yield
     finally:
-        mn.scale_floor_factor, ht.multinomial_step_size = floor, step
+        mn.scale_floor_factor, mn.multinomial_step_size = floor, step
 
 
 # -- data ---------------------------------------------------------------------------
