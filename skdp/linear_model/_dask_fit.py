@@ -138,7 +138,9 @@ def fit_heavy_tailed_on_dask(est, X, y):
     target = y.map_blocks(
         lambda b: np.where(b == positive, 1.0, -1.0), dtype=np.float64
     )
-    est._set_stacked(est._fit_problems(X, [target], LogisticLoss()))
+    results = est._fit_problems(X, [target], LogisticLoss())
+    est._set_stacked(results)
+    est._set_info(results)
     return est
 
 

@@ -1169,12 +1169,15 @@ class HeavyTailedLogisticRegression(
                 X, labels, self.classes_.size, shared_ovr=True
             )
             self._set_stacked(results)
+            self._set_info(results)
             return self
         if self.classes_.size == 2:
             targets = [np.where(y == self.classes_[1], 1.0, -1.0)]
         else:
             targets = [np.where(y == c, 1.0, -1.0) for c in self.classes_]
-        self._set_stacked(self._fit_problems(X, targets, get_loss("logistic")))
+        results = self._fit_problems(X, targets, get_loss("logistic"))
+        self._set_stacked(results)
+        self._set_info(results)
         return self
 
     def _set_stacked(self, results):
@@ -1182,7 +1185,6 @@ class HeavyTailedLogisticRegression(
         coefs, intercepts = zip(*(self._split_coef(r) for r in results))
         self.coef_ = np.vstack(coefs)
         self.intercept_ = np.asarray(intercepts, dtype=np.float64)
-        self._set_info(results)
 
     def decision_function(self, X):
         """Linear scores (no noise added).
