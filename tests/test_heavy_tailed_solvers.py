@@ -317,8 +317,8 @@ def test_localized_solver_runs_every_phase():
     y = X @ np.array([1.0, 0.0, -1.0]) + 0.1 * rng.normal(size=n)
     plan = make_localized_plan(np.inf, n, d, 40, n_scales=2)
     res = localized_dp_sgd(X, y, SquaredLoss(), plan, rng, step_size=0.5)
-    assert res.regs.shape == (len(plan.chunks),)
-    assert np.all(np.diff(res.regs) > 0)
+    assert res.regularization.shape == (len(plan.chunks),)
+    assert np.all(np.diff(res.regularization) > 0)
     np.testing.assert_allclose(res.coef, [1.0, 0.0, -1.0], atol=0.05)
 
 

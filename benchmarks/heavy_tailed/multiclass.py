@@ -79,18 +79,17 @@ WINE_SCALE = np.array(
 def old_rules():
     """The multinomial rules before this round: a fixed feature-scale floor
     factor of 8 and the binary step rule (:func:`practical_step_size`)."""
-    import skdp.linear_model._heavy_tailed as ht
     import skdp.solvers.heavy_tailed.multinomial as mn
 
-    floor, step = mn.scale_floor_factor, ht.multinomial_step_size
+    floor, step = mn.scale_floor_factor, mn.multinomial_step_size
     mn.scale_floor_factor = lambda n, z: mn.SCALE_FLOOR_FACTOR
-    ht.multinomial_step_size = lambda p: practical_step_size(
+    mn.multinomial_step_size = lambda p: practical_step_size(
         mn.MULTINOMIAL_CURVATURE, p
     )
     try:
         yield
     finally:
-        mn.scale_floor_factor, ht.multinomial_step_size = floor, step
+        mn.scale_floor_factor, mn.multinomial_step_size = floor, step
 
 
 # -- data ---------------------------------------------------------------------------
@@ -353,7 +352,7 @@ def multinomial_accuracy(Xtr, ytr, Xte, yte, K, eps, seed):
         if K > 2:
             return float(clf.fit(Xtr, ytr).score(Xte, yte))
         clf.classes_, clf.n_features_in_ = np.arange(2), Xtr.shape[1]
-        w, _ = clf._fit_multinomial(Xtr, ytr.astype(np.int64), 2)
+        w = clf._fit_multinomial(Xtr, ytr.astype(np.int64), 2).coef
     return acc_of(w, Xte, yte)
 
 

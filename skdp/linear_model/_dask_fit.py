@@ -125,9 +125,9 @@ def fit_heavy_tailed_on_dask(est, X, y):
     if type(est).__name__ == "HeavyTailedLinearRegression":
         X, y = validate_dask_rows(est, X, y)
         loss = SquaredLoss() if est.loss == "squared" else HuberLoss(est.tau)
-        ((w, info),) = est._fit_problems(X, [y], loss, est.loss)
-        est.coef_, est.intercept_ = est._split_coef(w)
-        est._set_info([info])
+        (res,) = est._fit_problems(X, [y], loss)
+        est.coef_, est.intercept_ = est._split_coef(res)
+        est._set_info([res])
         return est
     X, y = validate_dask_rows(est, X, y, labels=True)
     est.classes_ = np.unique(np.asarray(est.classes))
@@ -138,11 +138,9 @@ def fit_heavy_tailed_on_dask(est, X, y):
     target = y.map_blocks(
         lambda b: np.where(b == positive, 1.0, -1.0), dtype=np.float64
     )
-    ((w, info),) = est._fit_problems(X, [target], LogisticLoss(), "logistic")
-    coef, intercept = est._split_coef(w)
-    est.coef_ = np.vstack([coef])
-    est.intercept_ = np.asarray([intercept], dtype=np.float64)
-    est._set_info([info])
+    results = est._fit_problems(X, [target], LogisticLoss())
+    est._set_stacked(results)
+    est._set_info(results)
     return est
 
 
@@ -160,10 +158,9 @@ def _fit_multinomial(est, X, y):
     (:func:`~skdp.solvers._distributed.multinomial_gradient_sum_on_workers`).
     """
     labels = y.map_blocks(_class_codes, est.classes_, dtype=np.int64)
-    w, info = est._fit_multinomial(X, labels, est.classes_.size)
-    coef = w[:-1].T if est.fit_intercept else w.T
+    res = est._fit_multinomial(X, labels, est.classes_.size)
+    coef, est.intercept_ = est._split_coef(res)
     est.coef_ = np.ascontiguousarray(coef)
-    est.intercept_ = w[-1].copy() if est.fit_intercept else np.zeros(w.shape[1])
     est._softmax = True
-    est._set_info([info])
+    est._set_info([res])
     return est

@@ -6,6 +6,7 @@ the public constants into a privacy plan (a DpEvent that depends only on
 :mod:`skdp.solvers`, and store the result.
 """
 
+import dataclasses
 import math
 import warnings
 from numbers import Integral, Real
@@ -18,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import PrivateClassifierMixin, PrivateEstimatorMixin
 from ..exceptions import warn_inferred_set
-from ..losses import LogisticLoss, SquaredLoss, get_loss
+from ..losses import SquaredLoss, get_loss
 from ..privacy import (
     Budget,
     ComposedDpEvent,
@@ -47,21 +48,23 @@ from ..solvers.heavy_tailed.known_lipschitz import (
     known_lipschitz,
     known_lipschitz_scales,
     make_known_lipschitz_plan,
+    theorem2_clip,
 )
-from ..solvers.heavy_tailed.localized import localized_dp_sgd, make_localized_plan
+from ..solvers.heavy_tailed.localized import (
+    corollary1_parameters,
+    localized_dp_sgd,
+    make_localized_plan,
+)
 from ..solvers.heavy_tailed.multinomial import (
-    MULTINOMIAL_CURVATURE,
     make_shared_ovr_plan,
+    multiclass_step,
     multinomial_dp_gd,
-    multinomial_step_size,
     ovr_dp_gd,
 )
 from ..solvers.heavy_tailed.onepass import (
-    CLIP_GROWTH,
-    STEP_DECAY,
     make_onepass_plan,
     onepass_clipped_dp_sgd,
-    paper_onepass_parameters,
+    onepass_schedule,
 )
 from ..utils import clip_rows, safe_row_norms, uncenter_intercept
 from ..utils._scale_checks import warn_if_unscaled
@@ -70,22 +73,12 @@ from ._dask_fit import fit_heavy_tailed_on_dask
 
 __all__ = ["HeavyTailedLinearRegression", "HeavyTailedLogisticRegression"]
 
-#: One-pass SGD, practical schedule (measured on the benchmark's synthetic
-#: data, see benchmarks/results/heavy_tailed.md): first-phase step
-#: ``_ONEPASS_STEP / sqrt(n) / curvature`` (the paper's eta also scales like
-#: 1/sqrt(n)), step halved per phase (the paper divides by 16), and each
-#: phase releases the average of its last half of iterates (the paper: all).
-#: Any public schedule and any fixed averaging weights keep the phase
-#: sensitivity 2 eta_i C_i, so privacy is unaffected.
-_ONEPASS_STEP = 0.06
 #: Share of the budget (of ``mu**2``) spent on the private mean when
 #: ``center=True``: a d-dimensional mean of rows clipped to a public norm is
 #: cheap (noise ~ 2 C / (n mu_c) per coordinate), so 5% removes offsets of
 #: many standard deviations at n >= 1e3 while costing ~2.5% more noise on
 #: the gradient releases.
 _CENTER_SHARE = 0.05
-_ONEPASS_DECAY = 2.0
-_ONEPASS_TAIL = 0.5
 
 
 #: ``max_iter="auto"`` (regression, ``known_lipschitz``): from ``n >=
@@ -315,99 +308,48 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         )
 
     # -- solve ----------------------------------------------------------------
-    def _solve(self, plan, X, y, loss, loss_name, mu, rng):
-        """Run the solver; returns ``(w, info)`` with private releases only."""
+    def _solve(self, plan, X, y, loss, rng):
+        """Run the solver; returns its :class:`HeavyTailedResult` (private releases)."""
         n = X.shape[0]
         d = X.shape[1] + int(self.fit_intercept)
         radius = self._radius()
-        row_norms_ = record_norms(X)  # dask: per chunk, on the workers
-        units = dict(
+        paper = dict(G_k=self.G_k, G_2=self.G_2, k=int(self.k))
+        common = dict(
+            radius=radius,
+            row_norms=record_norms(X),  # dask: per chunk, on the workers
             fit_intercept=self.fit_intercept,
             scaled_intercept=self._scaled_intercept(),
         )
-        k = int(self.k)
         if self.solver == "known_lipschitz":
-            truncation = clip = None
+            clip = None  # Theorem 2's public level with G_k, else private
             if self.G_k is not None:
-                # Theorem 2: C = G_k (n sqrt(rho) / sqrt(d))**(1/k), rho of the GD part
-                rho = 0.5 * _gdp_of(plan.gd.z_grad, plan.gd.n_steps) ** 2
-                truncation = clip = _paper_power(
-                    self.G_k, n * math.sqrt(rho) / math.sqrt(d), k
-                )
-            res = known_lipschitz(
+                clip = theorem2_clip(plan.gd, n, d, self.G_k, self.k)
+            return known_lipschitz(
                 X,
                 y,
                 loss,
                 plan,
                 rng,
                 step_size=self._rule_step(loss, plan.gd.clip_fraction, n),
-                truncation=truncation,
+                truncation=clip,
                 clip=clip,
-                radius=radius,
-                row_norms=row_norms_,
                 scale_floor=_SCALE_FLOOR_FACTOR,
                 average_from=self._average_from(n),
-                **units,
+                **common,
             )
-            info = {
-                "n_iter": res.n_iter,
-                "clip_thresholds": res.clip_levels,
-                "step_sizes": res.step_sizes,
-                "truncation_threshold": res.extra["truncation"],
-                "feature_scale": res.extra["feature_scale"],
-            }
-            return res.coef, info
         if self.solver == "onepass":
-            curv = float(loss.curvature_bound)
-            clip = None
-            decay, tail = _ONEPASS_DECAY, _ONEPASS_TAIL
-            if self.G_k is not None:
-                rho = 0.5 / plan.z_out[0] ** 2 if plan.z_out[0] > 0 else math.inf
-                G_2 = self.G_2 if self.G_2 is not None else self.G_k
-                eta, C = paper_onepass_parameters(
-                    n, d, rho, k, G_2, self.G_k, 2 * radius
-                )
-                # the paper's Algorithm 8 verbatim: eta_i = eta / 16**i,
-                # C_i = 2**i C, uniform averages
-                step, clip = eta / STEP_DECAY, C * CLIP_GROWTH
-                decay, tail = STEP_DECAY, 0.0
-            elif self.step_size is not None:
-                step = float(self.step_size)
-            else:
-                step = min(0.5, _ONEPASS_STEP / math.sqrt(n)) / curv
-            res = onepass_clipped_dp_sgd(
-                X,
-                y,
-                loss,
+            schedule = onepass_schedule(
                 plan,
-                rng,
-                step_size=step,
-                clip=clip,
+                n,
+                d,
+                loss.curvature_bound,
+                step_size=self.step_size,
                 radius=radius,
-                row_norms=row_norms_,
-                step_decay=decay,
-                tail_average=tail,
-                **units,
+                **paper,
             )
-            info = {
-                "n_iter": res.n_iter,
-                "clip_thresholds": res.clip_levels,
-                "step_sizes": res.step_sizes,
-                "row_caps": res.row_caps,
-                "feature_scale": res.feature_scale,
-            }
-            return res.coef, info
-        clip = None
-        if self.G_k is not None:
-            # Corollary 1: C = G_k (25 m**2 rho / (32 d))**(1/(2k)) for a chunk of size m
-            rho = 0.5 * _gdp_of(plan.runs[0].z_grad, plan.runs[0].n_steps) ** 2
-
-            def clip(m):
-                return _paper_power(self.G_k, 25 * m * m * rho / (32 * d), 2 * k)
-
-        G_1 = self.G_2 if self.G_2 is not None else self.G_k
-        loc_radius = None if G_1 is None else (lambda lam: 2.0 * G_1 / lam)
-        res = localized_dp_sgd(
+            return onepass_clipped_dp_sgd(X, y, loss, plan, rng, **schedule, **common)
+        clip, loc_radius = corollary1_parameters(plan, d, **paper)
+        return localized_dp_sgd(
             X,
             y,
             loss,
@@ -415,19 +357,9 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
             rng,
             step_size=self._step(loss, plan.runs[0].clip_fraction),
             clip=clip,
-            radius=radius,
             localization_radius=loc_radius,
-            row_norms=row_norms_,
-            **units,
+            **common,
         )
-        info = {
-            "n_iter": res.n_iter,
-            "clip_thresholds": res.clip_levels,
-            "step_sizes": res.step_sizes,
-            "regularization": res.regs,
-            "feature_scale": res.feature_scale,
-        }
-        return res.coef, info
 
     def _budget(self, n_fits, share=1.0):
         """GDP budget of each of ``n_fits`` fits that all touch every record
@@ -449,8 +381,11 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 "features moves into the intercept."
             )
 
-    def _fit_problems(self, X, targets, loss, loss_name):
-        """Plan, spend and solve ``len(targets)`` problems on the same rows."""
+    def _fit_problems(self, X, targets, loss):
+        """Plan, spend and solve ``len(targets)`` problems on the same rows.
+
+        Returns one :class:`HeavyTailedResult` per target.
+        """
         self._check_center()
         n = X.shape[0]
         self.delta_, rng = self._begin_private_fit(n)
@@ -480,13 +415,12 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
             f"solver={self.solver!r}: {len(targets)} problem(s) of {d} coefficients"
         )
         results = [
-            self._solve(plan, Xp, t, loss, loss_name, mu, rng)
-            for plan, t in zip(plans, targets)
+            self._solve(plan, Xp, t, loss, rng) for plan, t in zip(plans, targets)
         ]
         if iplan is not None:
             results = [
-                _correct_intercept(Xp, t, w, info, iplan, rng)
-                for (w, info), t in zip(results, targets)
+                _correct_intercept(Xp, t, res, iplan, rng)
+                for res, t in zip(results, targets)
             ]
         self._record_privacy(event)
         return results
@@ -539,28 +473,13 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         if self.center:
             self.center_ = private_row_mean(Xp, self.feature_norm, z_center, rng=rng)
             Xp = Xp - self.center_
-        truncation = clip = None
+        clip = None  # Theorem 2's public level with G_k, noise dimension d K
         if use_paper:
-            # Theorem 2 with the noise dimension d K of the softmax gradient
-            rho = 0.5 * _gdp_of(plan.gd.z_grad, plan.gd.n_steps) ** 2
             dim = d if shared_ovr else d * n_classes
-            truncation = clip = _paper_power(
-                self.G_k, n * math.sqrt(rho) / math.sqrt(dim), int(self.k)
-            )
-        curvature = (
-            LogisticLoss().curvature_bound if shared_ovr else MULTINOMIAL_CURVATURE
+            clip = theorem2_clip(plan.gd, n, dim, self.G_k, self.k)
+        step = multiclass_step(
+            plan, self.step_size, shared_ovr=shared_ovr, public_clip=use_paper
         )
-        # without a private clip search (small n) the multinomial clip level
-        # is fixed near the gradient scale (NO_SEARCH_OCTAVES), not a heavy
-        # clip: the step for a small clipped fraction (public rule)
-        fixed = not shared_ovr and not use_paper and not plan.gd.checkpoints
-        step = (
-            float(self.step_size)
-            if self.step_size is not None
-            else practical_step_size(curvature, 0.0 if fixed else plan.gd.clip_fraction)
-        )
-        if self.step_size is None and not shared_ovr and not use_paper:
-            step = multinomial_step_size(0.0 if fixed else plan.gd.clip_fraction)
         res = (ovr_dp_gd if shared_ovr else multinomial_dp_gd)(
             Xp,
             labels,
@@ -568,16 +487,14 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
             plan,
             rng,
             step_size=step,
-            truncation=truncation,
+            truncation=clip,
             clip=clip,
             radius=self._radius(),
             fit_intercept=self.fit_intercept,
             scaled_intercept=self._scaled_intercept(),
         )
         self._record_privacy(event)
-        if shared_ovr:
-            return [(r.coef, _gd_info(r)) for r in res]
-        return res.coef, _gd_info(res)
+        return res
 
     def _check_sparse(self, X):
         """Sparse input: the full-batch solver only, and no centring (public rules)."""
@@ -595,30 +512,29 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 "the matrix dense. Centre with public constants or pass a dense array."
             )
 
-    def _split_coef(self, w):
-        if not self.fit_intercept:
-            return w, 0.0
-        coef, intercept = w[:-1], float(w[-1])
+    def _split_coef(self, res):
+        """``(coef, intercept)`` of a result, for the raw (uncentred) rows."""
+        coef, intercept = res.weights, res.intercept
         if self.center_ is not None:
             intercept = uncenter_intercept(intercept, coef, self.center_)
         return coef, intercept
 
-    def _set_info(self, infos):
-        one = len(infos) == 1
+    def _set_info(self, results):
+        one = len(results) == 1
         pick = (
-            (lambda key: infos[0][key])
+            (lambda key: getattr(results[0], key))
             if one
-            else (lambda key: [i[key] for i in infos])
+            else (lambda key: [getattr(r, key) for r in results])
         )
-        self.n_iter_ = int(max(i["n_iter"] for i in infos))
-        self.clip_thresholds_ = pick("clip_thresholds")
+        self.n_iter_ = int(max(r.n_iter for r in results))
+        self.clip_thresholds_ = pick("clip_levels")
         self.step_sizes_ = pick("step_sizes")
         self.feature_scale_ = pick("feature_scale")
         # Post-processing of the released scale: raw units warn, at no privacy cost.
         s = np.ravel(self.feature_scale_)[0]
         warn_if_unscaled(type(self).__name__, feature_scale=s, stacklevel=4)
         if self.solver == "known_lipschitz":
-            self.truncation_threshold_ = pick("truncation_threshold")
+            self.truncation_threshold_ = pick("truncation")
 
     def _decision(self, X):
         check_is_fitted(self)
@@ -634,18 +550,9 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         return np.asarray(X, dtype=np.float64) @ self.coef_.T + self.intercept_
 
 
-def _gd_info(res):
-    return {
-        "n_iter": res.n_iter,
-        "clip_thresholds": res.clip_levels,
-        "step_sizes": res.step_sizes,
-        "truncation_threshold": res.extra["truncation"],
-        "feature_scale": res.extra["feature_scale"],
-    }
-
-
-def _correct_intercept(X, y, w, info, plan, rng):
-    """Move the intercept (last entry of ``w``) by the private mean residual."""
+def _correct_intercept(X, y, res, plan, rng):
+    """Move the intercept (last entry of ``res.coef``) by the private mean residual."""
+    w = res.coef
     with np.errstate(all="ignore"):
         fitted = X @ w[:-1]  # dask: lazy, per chunk on the workers
         if not is_dask_collection(fitted):
@@ -656,7 +563,7 @@ def _correct_intercept(X, y, w, info, plan, rng):
         shift = shrink_shift(shift, bound, plan, X.shape[0])  # n is public
     w = np.array(w, dtype=float, copy=True)
     w[-1] += shift
-    return w, {**info, "intercept_shift": shift, "residual_bound": bound}
+    return dataclasses.replace(res, coef=w)
 
 
 def _warn_default_scales(n):
@@ -670,17 +577,6 @@ def _warn_default_scales(n):
         UserWarning,
         stacklevel=4,
     )
-
-
-def _gdp_of(z, count):
-    return math.inf if z == 0 else math.sqrt(count) / z
-
-
-def _paper_power(G, base, power):
-    """``G * base**(1/power)`` computed in logs (huge n**2 rho / d is fine)."""
-    if math.isinf(base):
-        return math.inf
-    return float(math.exp(math.log(G) + math.log(max(base, 1e-300)) / power))
 
 
 _COMMON_DOC = """
@@ -1039,9 +935,9 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
         loss = get_loss(
             self.loss, **({"tau": self.tau} if self.loss == "huber" else {})
         )
-        ((w, info),) = self._fit_problems(X, [y], loss, self.loss)
-        self.coef_, self.intercept_ = self._split_coef(w)
-        self._set_info([info])
+        (res,) = self._fit_problems(X, [y], loss)
+        self.coef_, self.intercept_ = self._split_coef(res)
+        self._set_info([res])
         return self
 
     def predict(self, X):
@@ -1260,15 +1156,11 @@ class HeavyTailedLogisticRegression(
                     "multi_class='ovr' for more than two classes."
                 )
             labels = np.searchsorted(self.classes_, y)
-            w, info = self._fit_multinomial(X, labels, self.classes_.size)
-            coef = w[:-1].T if self.fit_intercept else w.T
-            intercept = w[-1].copy() if self.fit_intercept else np.zeros(w.shape[1])
-            if self.center_ is not None:
-                intercept = uncenter_intercept(intercept, coef, self.center_)
+            res = self._fit_multinomial(X, labels, self.classes_.size)
+            coef, self.intercept_ = self._split_coef(res)
             self.coef_ = np.ascontiguousarray(coef)
-            self.intercept_ = intercept
             self._softmax = True
-            self._set_info([info])
+            self._set_info([res])
             return self
         if self.classes_.size > 2 and self.solver == "known_lipschitz":
             # one-vs-rest with the scale releases shared by the classes
@@ -1276,21 +1168,23 @@ class HeavyTailedLogisticRegression(
             results = self._fit_multinomial(
                 X, labels, self.classes_.size, shared_ovr=True
             )
-            coefs, intercepts = zip(*(self._split_coef(w) for w, _ in results))
-            self.coef_ = np.vstack(coefs)
-            self.intercept_ = np.asarray(intercepts, dtype=np.float64)
-            self._set_info([info for _, info in results])
+            self._set_stacked(results)
+            self._set_info(results)
             return self
         if self.classes_.size == 2:
             targets = [np.where(y == self.classes_[1], 1.0, -1.0)]
         else:
             targets = [np.where(y == c, 1.0, -1.0) for c in self.classes_]
-        results = self._fit_problems(X, targets, get_loss("logistic"), "logistic")
-        coefs, intercepts = zip(*(self._split_coef(w) for w, _ in results))
+        results = self._fit_problems(X, targets, get_loss("logistic"))
+        self._set_stacked(results)
+        self._set_info(results)
+        return self
+
+    def _set_stacked(self, results):
+        """Coefficients of binary or one-vs-rest results, one row each."""
+        coefs, intercepts = zip(*(self._split_coef(r) for r in results))
         self.coef_ = np.vstack(coefs)
         self.intercept_ = np.asarray(intercepts, dtype=np.float64)
-        self._set_info([info for _, info in results])
-        return self
 
     def decision_function(self, X):
         """Linear scores (no noise added).

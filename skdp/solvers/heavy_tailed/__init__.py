@@ -13,5 +13,7 @@
   (Theorem 2, Corollary 1, Algorithm 8);
 - :mod:`~skdp.solvers.heavy_tailed.common` and
   :mod:`~skdp.solvers.heavy_tailed.kernels`: shared derivatives and the
-  compiled clipped-gradient kernels.
+  compiled clipped-gradient kernels;
+- :mod:`~skdp.solvers.heavy_tailed.result`: :class:`HeavyTailedResult`, the
+  one result type every solver of the family returns.
 """

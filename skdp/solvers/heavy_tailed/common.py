@@ -7,6 +7,10 @@
   Assumption 2 (known Lipschitz) for linear models on a ball.
 - :func:`loss_code`, :func:`safe_derivatives`: small numerical helpers
   (kernel codes, non-finite derivatives).
+- :func:`gdp_of`, :func:`paper_power`: the pieces of the papers' clip
+  formulas (Theorem 2, Corollary 1), evaluated safely.
+
+Every solver returns :class:`~skdp.solvers.heavy_tailed.result.HeavyTailedResult`.
 
 Private bounds (quantiles, scales, clip levels) live in
 :mod:`skdp.solvers.heavy_tailed.bounds`.
@@ -26,6 +30,8 @@ __all__ = [
     "row_lipschitz_bounds",
     "loss_code",
     "safe_derivatives",
+    "gdp_of",
+    "paper_power",
 ]
 
 
@@ -151,3 +157,50 @@ def row_lipschitz_bounds(loss, row_norms, y, radius):
         return row_norms.copy()
     with np.errstate(all="ignore"):
         return row_norms * (radius * row_norms + np.abs(as_float_records(y)))
+
+
+def gdp_of(z, count):
+    """GDP parameter ``sqrt(count) / z`` of ``count`` Gaussian releases.
+
+    Parameters
+    ----------
+    z : float
+        Noise multiplier of each release (0: no noise).
+    count : int
+
+    Returns
+    -------
+    float
+        ``inf`` when ``z = 0``.
+
+    Examples
+    --------
+    >>> gdp_of(2.0, 4), gdp_of(0.0, 4)
+    (1.0, inf)
+    """
+    return math.inf if z == 0 else math.sqrt(count) / z
+
+
+def paper_power(G, base, power):
+    """``G * base**(1/power)`` computed in logs (a huge ``n**2 rho / d`` is fine).
+
+    Parameters
+    ----------
+    G : float
+        Public moment bound (``G_k``).
+    base : float
+        ``inf`` gives ``inf``; values below ``1e-300`` are raised to it.
+    power : float
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(paper_power(2.0, 16.0, 4), 12)
+    4.0
+    """
+    if math.isinf(base):
+        return math.inf
+    return float(math.exp(math.log(G) + math.log(max(base, 1e-300)) / power))

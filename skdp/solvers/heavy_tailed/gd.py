@@ -12,7 +12,7 @@ post-processing.
 """
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,10 +33,10 @@ from .common import (
     split_gdp,
 )
 from .kernels import clipped_gradient_sum
+from .result import HeavyTailedResult
 
 __all__ = [
     "FullBatchPlan",
-    "GDResult",
     "make_full_batch_plan",
     "clipped_dp_gd",
     "checkpoint_schedule",
@@ -226,28 +226,6 @@ def make_full_batch_plan(
     return FullBatchPlan(n_steps, z_grad, tail_fraction(z_grad, n, d, target))
 
 
-@dataclass
-class GDResult:
-    """Output of :func:`clipped_dp_gd` (all entries are private releases).
-
-    Attributes
-    ----------
-    coef : ndarray of shape (d,)
-        Average of the iterates of the second half of the run.
-    clip_levels : ndarray of shape (T,)
-        Clip level used at each step.
-    step_sizes : ndarray of shape (T,)
-        Step size used at each step.
-    n_iter : int
-    """
-
-    coef: np.ndarray
-    clip_levels: np.ndarray
-    step_sizes: np.ndarray
-    n_iter: int
-    extra: dict = field(default_factory=dict)
-
-
 def _project(w, center, radius):
     if math.isinf(radius):
         return w
@@ -358,7 +336,7 @@ def clipped_dp_gd(
         private releases, so the penalty is post-processing; it is
         evaluated when the stage starts. The
         average of the iterates of each stage is in
-        ``extra["stage_coefs"]`` and ``coef`` is the last one. The plan (and
+        ``stage_coefs`` and ``coef`` is the last one. The plan (and
         so the privacy cost) is that of one run of ``plan.n_steps`` steps:
         the penalty is data independent, and the stage averages are
         post-processing. ``None``: one stage, ``(plan.n_steps, reg)``.
@@ -370,7 +348,9 @@ def clipped_dp_gd(
 
     Returns
     -------
-    GDResult
+    HeavyTailedResult
+        ``coef``, ``clip_levels``, ``step_sizes``, ``n_iter``, ``plan`` and,
+        with ``stages``, ``stage_coefs``.
 
     Examples
     --------
@@ -502,11 +482,16 @@ def clipped_dp_gd(
             stage_windows.append(np.array(window))
             acc, n_avg, window = np.zeros(d), 0, []
     if staged:
-        return GDResult(
-            stage_coefs[-1], clip_levels, step_sizes, T, {"stage_coefs": stage_coefs}
+        return HeavyTailedResult(
+            stage_coefs[-1],
+            clip_levels,
+            step_sizes,
+            T,
+            stage_coefs=stage_coefs,
+            plan=plan,
         )
     coef = acc / n_avg if n_avg else w
-    return GDResult(coef, clip_levels, step_sizes, T)
+    return HeavyTailedResult(coef, clip_levels, step_sizes, T, plan=plan)
 
 
 def _inverse_norms(row_norms):

@@ -28,6 +28,8 @@ from .bounds import (
 )
 from .bounds import scale_share as bound_scale_share
 from .common import (
+    gdp_of,
+    paper_power,
     row_lipschitz_bounds,
     split_gdp,
 )
@@ -39,6 +41,7 @@ __all__ = [
     "make_known_lipschitz_plan",
     "known_lipschitz_scales",
     "known_lipschitz",
+    "theorem2_clip",
 ]
 
 #: Largest fraction of rows Algorithm 4's truncation aims to drop.
@@ -331,12 +334,12 @@ def known_lipschitz(
 
     Returns
     -------
-    GDResult
+    HeavyTailedResult
         ``coef`` has the intercept (in the units of ``y``) last if
-        ``fit_intercept``. ``extra`` holds the ``"truncation"`` level, the
-        ``"feature_scale"`` ``s``, the ``"target_scale"`` (``None`` if not
-        released) and, with ``penalties``, the ``"stage_coefs"`` (all
-        private releases), and the public ``"design"``'s intercept value.
+        ``fit_intercept``; also the ``truncation`` level, the
+        ``feature_scale`` ``s``, the ``target_scale`` (``None`` if not
+        released) and, with ``penalties``, the ``stage_coefs`` (all private
+        releases), and the ``plan``.
 
     References
     ----------
@@ -449,10 +452,42 @@ def known_lipschitz(
     )
     res.coef = design.to_original(res.coef)
     if stages is not None:
-        res.extra["stage_coefs"] = [
-            design.to_original(c) for c in res.extra["stage_coefs"]
-        ]
-    res.extra["truncation"] = float(truncation)
-    res.extra["feature_scale"] = design.scale
-    res.extra["target_scale"] = None if target is None else float(target)
+        res.stage_coefs = [design.to_original(c) for c in res.stage_coefs]
+    res.truncation = float(truncation)
+    res.feature_scale = design.scale
+    res.target_scale = None if target is None else float(target)
+    res.fit_intercept = bool(fit_intercept)
+    res.plan = plan
     return res
+
+
+def theorem2_clip(gd_plan, n, dim, G_k, k):
+    """Theorem 2's truncation and clip level ``G_k (n sqrt(rho) / sqrt(dim))**(1/k)``.
+
+    ``rho`` is the zCDP parameter ``mu**2 / 2`` of the gradient steps of
+    ``gd_plan`` (public: the clip level is a function of the plan and the
+    public moment bound only).
+
+    Parameters
+    ----------
+    gd_plan : FullBatchPlan
+    n : int
+    dim : int
+        Dimension of the noise (``d``, or ``d K`` for the softmax gradient).
+    G_k : float
+        Public bound on the ``k``-th moment of the per-row Lipschitz constants.
+    k : int
+
+    Returns
+    -------
+    float
+        ``inf`` at ``epsilon = inf``.
+
+    Examples
+    --------
+    >>> plan = make_full_batch_plan(np.inf, 100, 3, 10)
+    >>> theorem2_clip(plan, 100, 3, 1.0, 4)
+    inf
+    """
+    rho = 0.5 * gdp_of(gd_plan.z_grad, gd_plan.n_steps) ** 2
+    return paper_power(G_k, n * math.sqrt(rho) / math.sqrt(dim), int(k))

@@ -34,15 +34,18 @@ from .bounds import (
 )
 from .bounds import scale_share as bound_scale_share
 from .common import (
+    gdp_of,
+    paper_power,
     split_gdp,
 )
 from .gd import clipped_dp_gd, make_full_batch_plan
+from .result import HeavyTailedResult
 from .units import planned_design
 
 __all__ = [
     "LocalizedPlan",
-    "LocalizedResult",
     "aggregate",
+    "corollary1_parameters",
     "localized_chunks",
     "make_localized_plan",
     "localized_dp_sgd",
@@ -254,31 +257,6 @@ def make_localized_plan(
     )
 
 
-@dataclass
-class LocalizedResult:
-    """Output of :func:`localized_dp_sgd` (private releases).
-
-    Attributes
-    ----------
-    coef : ndarray of shape (d,)
-    regs : ndarray of shape (n_phases,)
-        ``lambda_i`` of each phase.
-    clip_levels : ndarray of shape (n_phases, n_splits, T)
-    step_sizes : ndarray of shape (n_phases, n_splits, T)
-    n_iter : int
-        Gradient steps over all chunk runs.
-    feature_scale : float
-        Private feature scale ``s`` (1 if not released).
-    """
-
-    coef: np.ndarray
-    regs: np.ndarray
-    clip_levels: np.ndarray
-    step_sizes: np.ndarray
-    n_iter: int
-    feature_scale: float = 1.0
-
-
 def localized_dp_sgd(
     X,
     y,
@@ -341,7 +319,10 @@ def localized_dp_sgd(
 
     Returns
     -------
-    LocalizedResult
+    HeavyTailedResult
+        ``clip_levels`` and ``step_sizes`` of shape ``(n_phases, n_splits,
+        T)``, ``regularization`` (``lambda_i`` per phase), ``n_iter``
+        (gradient steps over all chunk runs) and ``feature_scale``.
 
     References
     ----------
@@ -428,11 +409,57 @@ def localized_dp_sgd(
         nrm = float(np.linalg.norm(x))
         if nrm > radius:
             x = x * (radius / nrm)
-    return LocalizedResult(
+    return HeavyTailedResult(
         design.to_original(x),
-        np.array(regs),
         np.array(clips),
         np.array(steps),
         n_iter,
-        design.scale,
+        feature_scale=design.scale,
+        regularization=np.array(regs),
+        fit_intercept=bool(fit_intercept),
+        plan=plan,
     )
+
+
+def corollary1_parameters(plan, d, *, G_k=None, G_2=None, k=4):
+    """Public clip rule and localization radius of Corollary 1.
+
+    With ``G_k``, a chunk of ``m`` records clips at ``G_k (25 m**2 rho /
+    (32 d))**(1/(2k))``, ``rho`` the zCDP parameter of one chunk run of
+    ``plan``; with ``G_1 = G_2`` (or ``G_k``), the runs of a phase with
+    regularisation ``lambda`` are projected on the ball of radius
+    ``2 G_1 / lambda`` around the phase's start (Algorithm 2).
+
+    Parameters
+    ----------
+    plan : LocalizedPlan
+    d : int
+        Coefficients (with the intercept).
+    G_k, G_2 : float, optional
+        Public moment bounds.
+    k : int, default=4
+
+    Returns
+    -------
+    clip : callable or None
+        ``m -> C`` (``None`` without ``G_k``: private clip levels).
+    localization_radius : callable or None
+        ``lambda -> r`` (``None`` without ``G_2`` and ``G_k``: no ball).
+
+    Examples
+    --------
+    >>> plan = make_localized_plan(1.0, 10_000, 3, 30, n_scales=0)
+    >>> clip, radius = corollary1_parameters(plan, 3, G_2=1.0)
+    >>> clip is None, radius(4.0)
+    (True, 0.5)
+    """
+    clip = None
+    if G_k is not None:
+        rho = 0.5 * gdp_of(plan.runs[0].z_grad, plan.runs[0].n_steps) ** 2
+
+        def clip(m):
+            return paper_power(G_k, 25 * m * m * rho / (32 * d), 2 * int(k))
+
+    G_1 = G_2 if G_2 is not None else G_k
+    loc_radius = None if G_1 is None else (lambda lam: 2.0 * G_1 / lam)
+    return clip, loc_radius

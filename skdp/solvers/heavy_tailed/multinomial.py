@@ -62,11 +62,11 @@ from .bounds import scale_share as bound_scale_share
 from .common import noise_std, split_gdp
 from .gd import (
     FullBatchPlan,
-    GDResult,
     clipped_dp_gd,
     make_full_batch_plan,
     practical_step_size,
 )
+from .result import HeavyTailedResult
 from .units import feature_scale, gaussian_norm_median
 
 __all__ = [
@@ -76,6 +76,7 @@ __all__ = [
     "scale_floor_factor",
     "MULTINOMIAL_STEP_BOOST",
     "multinomial_step_size",
+    "multiclass_step",
     "softmax_residuals",
     "clipped_multinomial_gradient_sum",
     "multinomial_dp_gd",
@@ -374,10 +375,10 @@ def multinomial_dp_gd(
 
     Returns
     -------
-    GDResult
+    HeavyTailedResult
         ``coef`` of shape ``(d + fit_intercept, K)``, the intercept row last
-        in the data's units; ``extra`` holds ``"truncation"`` and
-        ``"feature_scale"``.
+        in the data's units; also the ``truncation`` level and the
+        ``feature_scale``.
 
     Examples
     --------
@@ -461,10 +462,16 @@ def multinomial_dp_gd(
     coef = acc / n_avg if n_avg else W
     if value is not None:
         coef[-1] *= value
-    res = GDResult(coef, clip_levels, step_sizes, T_steps)
-    res.extra["truncation"] = float(T)
-    res.extra["feature_scale"] = float(s)
-    return res
+    return HeavyTailedResult(
+        coef,
+        clip_levels,
+        step_sizes,
+        T_steps,
+        feature_scale=float(s),
+        truncation=float(T),
+        fit_intercept=bool(fit_intercept),
+        plan=plan,
+    )
 
 
 @dataclass(frozen=True)
@@ -603,8 +610,9 @@ def ovr_dp_gd(
 
     Returns
     -------
-    list of GDResult
-        One per class; ``coef`` has the intercept last, in the data's units.
+    list of HeavyTailedResult
+        One per class (sharing ``truncation`` and ``feature_scale``);
+        ``coef`` has the intercept last, in the data's units.
 
     Examples
     --------
@@ -643,7 +651,50 @@ def ovr_dp_gd(
         if value is not None:
             res.coef = np.array(res.coef, dtype=float)
             res.coef[-1] *= value
-        res.extra["truncation"] = float(T)
-        res.extra["feature_scale"] = float(s)
+        res.truncation = float(T)
+        res.feature_scale = float(s)
+        res.fit_intercept = bool(fit_intercept)
+        res.plan = plan
         out.append(res)
     return out
+
+
+def multiclass_step(plan, step_size=None, *, shared_ovr=False, public_clip=False):
+    """Step of :func:`multinomial_dp_gd` or :func:`ovr_dp_gd` (public rule).
+
+    ``step_size`` if given; else, for one-vs-rest or a public clip level
+    (``public_clip``: the paper's Theorem 2), :func:`practical_step_size`
+    of the binary logistic loss or of :data:`MULTINOMIAL_CURVATURE`; for the
+    softmax model with a private clip level, :func:`multinomial_step_size`.
+    Without a private clip search (no checkpoints, small ``n``) the softmax
+    clip level is fixed near the gradient scale (:data:`NO_SEARCH_OCTAVES`),
+    not a heavy clip, so the step is the one for a small clipped fraction.
+
+    Parameters
+    ----------
+    plan : KnownLipschitzPlan or SharedOvRPlan
+    step_size : float, optional
+        Public step for features of unit scale.
+    shared_ovr : bool, default=False
+    public_clip : bool, default=False
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> plan = make_shared_ovr_plan(1.0, 3000, 3, 30, 3)
+    >>> multiclass_step(plan, 0.5, shared_ovr=True)
+    0.5
+    """
+    fixed = not shared_ovr and not public_clip and not plan.gd.checkpoints
+    curvature = LogisticLoss().curvature_bound if shared_ovr else MULTINOMIAL_CURVATURE
+    step = (
+        float(step_size)
+        if step_size is not None
+        else practical_step_size(curvature, 0.0 if fixed else plan.gd.clip_fraction)
+    )
+    if step_size is None and not shared_ovr and not public_clip:
+        step = multinomial_step_size(0.0 if fixed else plan.gd.clip_fraction)
+    return step

@@ -54,14 +54,15 @@ from .common import (
     split_gdp,
 )
 from .kernels import onepass_phase
+from .result import HeavyTailedResult
 from .units import planned_design
 
 __all__ = [
     "OnePassPlan",
-    "OnePassResult",
     "make_onepass_plan",
     "onepass_phase_sizes",
     "onepass_clipped_dp_sgd",
+    "onepass_schedule",
     "paper_onepass_parameters",
 ]
 
@@ -72,6 +73,16 @@ CLIP_GROWTH = 2.0
 #: Without a reliable search, the clip level is this many octaves below the
 #: ceiling of the search range (heavy clipping is the safe side).
 _FALLBACK_OCTAVES = 8.0
+#: Practical schedule (:func:`onepass_schedule` without ``G_k``, measured on
+#: the benchmark's synthetic data, see benchmarks/results/heavy_tailed.md):
+#: first-phase step ``PRACTICAL_STEP / sqrt(n) / curvature`` (the paper's
+#: eta also scales like 1/sqrt(n)), step halved per phase (the paper divides
+#: by 16), and each phase releases the average of its last half of iterates
+#: (the paper: all). Any public schedule and any fixed averaging weights keep
+#: the phase sensitivity 2 eta_i C_i, so privacy is unaffected.
+PRACTICAL_STEP = 0.06
+PRACTICAL_DECAY = 2.0
+PRACTICAL_TAIL = 0.5
 
 
 def onepass_phase_sizes(n):
@@ -277,31 +288,65 @@ def paper_onepass_parameters(n, d, rho, k, G_2, G_k, diameter):
     return eta, math.exp(log_C)
 
 
-@dataclass
-class OnePassResult:
-    """Output of :func:`onepass_clipped_dp_sgd` (all private releases).
+def onepass_schedule(
+    plan, n, d, curvature, *, step_size=None, G_k=None, G_2=None, k=4, radius=math.inf
+):
+    """Public step and clip schedule of :func:`onepass_clipped_dp_sgd`.
 
-    Attributes
+    - ``G_k`` given: Algorithm 8 verbatim (:func:`paper_onepass_parameters`
+      with ``rho`` of the first phase's output and diameter ``2 radius``):
+      ``eta_i = eta / 16**i``, ``C_i = 2**i C``, uniform averages;
+    - else ``step_size`` (if given) or ``min(0.5, PRACTICAL_STEP / sqrt(n)) /
+      curvature``, halved per phase, each phase releasing the average of its
+      last half of iterates, and a private clip level.
+
+    Parameters
     ----------
-    coef : ndarray of shape (d,)
-    step_sizes : ndarray of shape (n_phases,)
-    clip_levels : ndarray of shape (n_phases,)
-    row_caps : ndarray of shape (n_phases,)
-        Smoothness-guard row norm of each phase.
-    sizes : tuple of int
-    n_iter : int
-        SGD steps (= n).
-    feature_scale : float
-        Private feature scale ``s`` (1 if not released).
-    """
+    plan : OnePassPlan
+    n, d : int
+        Rows and coefficients (with the intercept).
+    curvature : float
+        The loss's curvature bound.
+    step_size : float, optional
+        Public first-phase step (ignored with ``G_k``).
+    G_k, G_2 : float, optional
+        Public moment bounds (``G_2`` defaults to ``G_k``).
+    k : int, default=4
+    radius : float, default=inf
+        Domain radius (finite with ``G_k``).
 
-    coef: np.ndarray
-    step_sizes: np.ndarray
-    clip_levels: np.ndarray
-    row_caps: np.ndarray
-    sizes: tuple
-    n_iter: int
-    feature_scale: float = 1.0
+    Returns
+    -------
+    dict
+        Keyword arguments ``step_size``, ``clip``, ``step_decay`` and
+        ``tail_average`` of :func:`onepass_clipped_dp_sgd`.
+
+    Examples
+    --------
+    >>> plan = make_onepass_plan(1.0, 10_000, 3, n_scales=0)
+    >>> onepass_schedule(plan, 10_000, 3, 1.0)["step_decay"]
+    2.0
+    """
+    clip = None
+    decay, tail = PRACTICAL_DECAY, PRACTICAL_TAIL
+    if G_k is not None:
+        rho = 0.5 / plan.z_out[0] ** 2 if plan.z_out[0] > 0 else math.inf
+        G_2 = G_2 if G_2 is not None else G_k
+        eta, C = paper_onepass_parameters(n, d, rho, k, G_2, G_k, 2 * radius)
+        # the paper's Algorithm 8 verbatim: eta_i = eta / 16**i,
+        # C_i = 2**i C, uniform averages
+        step, clip = eta / STEP_DECAY, C * CLIP_GROWTH
+        decay, tail = STEP_DECAY, 0.0
+    elif step_size is not None:
+        step = float(step_size)
+    else:
+        step = min(0.5, PRACTICAL_STEP / math.sqrt(n)) / float(curvature)
+    return {
+        "step_size": step,
+        "clip": clip,
+        "step_decay": decay,
+        "tail_average": tail,
+    }
 
 
 def onepass_clipped_dp_sgd(
@@ -368,8 +413,10 @@ def onepass_clipped_dp_sgd(
 
     Returns
     -------
-    OnePassResult
-        And, if requested, the list of pre-noise phase averages.
+    HeavyTailedResult
+        ``clip_levels``, ``step_sizes``, ``row_caps`` (smoothness-guard row
+        norm) per phase, ``phase_sizes``, ``n_iter`` (= n) and
+        ``feature_scale``. And, if requested, the list of pre-noise phase averages.
 
     References
     ----------
@@ -478,13 +525,15 @@ def onepass_clipped_dp_sgd(
         clips.append(C)
         caps.append(row_cap)
         start += m
-    res = OnePassResult(
+    res = HeavyTailedResult(
         design.to_original(w),
-        np.array(etas),
         np.array(clips),
-        np.array(caps),
-        tuple(sizes),
+        np.array(etas),
         int(n),
-        design.scale,
+        feature_scale=design.scale,
+        row_caps=np.array(caps),
+        phase_sizes=tuple(sizes),
+        fit_intercept=bool(fit_intercept),
+        plan=plan,
     )
     return (res, averages) if return_phase_averages else res
