@@ -458,6 +458,47 @@ def test_other_private_estimators_refuse_dask_instead_of_gathering(client):
     assert isinstance(scaler.transform(Xd), da.Array)
 
 
+def test_refusal_message_names_every_distributed_fit(client):
+    """The refusal's list of distributed fits is true: it names every
+    estimator whose fit handles dask input, multinomial logistic regression
+    and the preprocessing steps, and the named configurations do fit on dask
+    rows (nothing refused)."""
+    from skdp.preprocessing import (
+        MinMaxScaler,
+        OneHotEncoder,
+        SimpleImputer,
+        StandardScaler,
+    )
+    from skdp.solvers._distributed import DASK_ESTIMATORS
+
+    X, y = _three_classes(n=1500)
+    Xd, yd = da.from_array(X, chunks=(CHUNKS, -1)), da.from_array(y, chunks=CHUNKS)
+    ovr = _heavy(HeavyTailedLogisticRegression, classes=[0, 1, 2], multi_class="ovr")
+    with pytest.raises(TypeError, match="Distributed fits") as info:
+        ovr.fit(Xd, yd)
+    message = str(info.value)
+    for name in DASK_ESTIMATORS:
+        assert name in message
+    assert "multinomial" in message
+    assert "binary HeavyTailedLogisticRegression" not in message
+    assert "preprocessing" in message
+    # the configurations it names run on dask
+    multi = _heavy(HeavyTailedLogisticRegression, classes=[0, 1, 2]).fit(Xd, yd)
+    assert multi.coef_.shape == (3, 3)
+    bounds = ([-10.0] * 3, [10.0] * 3)
+    steps = [
+        StandardScaler(bounds=bounds, epsilon=1.0, delta=1e-6, random_state=0),
+        MinMaxScaler(bounds=bounds, epsilon=1.0, delta=1e-6, random_state=0),
+        SimpleImputer(strategy="constant"),
+        SimpleImputer(strategy="mean", bounds=bounds, epsilon=1.0, delta=1e-6),
+    ]
+    for step in steps:
+        assert isinstance(step.fit(Xd).transform(Xd), da.Array)
+    codes = da.from_array((y[:, None] == 1).astype(float), chunks=(CHUNKS, -1))
+    enc = OneHotEncoder(categories=[[0.0, 1.0]], sparse_output=False).fit(codes)
+    assert enc.transform(codes).shape == (1500, 2)
+
+
 @pytest.mark.parametrize(
     "kw",
     [

@@ -45,15 +45,15 @@ __all__ = [
 DISTRIBUTED_FITS = (
     'BilevelRidge(inner_solver="sufficient_statistics") with public '
     'feature_norm and target_bound, or inner_solver="gd"; '
-    "HeavyTailedLinearRegression and binary "
-    'HeavyTailedLogisticRegression (declared classes) with solver="known_lipschitz" '
-    "and center=False; "
+    "HeavyTailedLinearRegression and HeavyTailedLogisticRegression (declared "
+    'classes: binary, or multinomial with multi_class="multinomial") with '
+    'solver="known_lipschitz" and center=False; '
     'MinimaxFairClassifier(solver="gda") with declared classes and declared '
     "groups, center=False (feature_norm public, or private at a finite "
-    "epsilon); the preprocessing "
+    "epsilon); the preprocessing steps "
     "StandardScaler and MinMaxScaler (bounds declared, or private at a finite "
-    "epsilon), SimpleImputer, OneHotEncoder with declared categories (dense "
-    "output)"
+    'epsilon), SimpleImputer (strategy="constant", or "mean" with declared '
+    "bounds) and OneHotEncoder with declared categories (dense output)"
 )
 
 
