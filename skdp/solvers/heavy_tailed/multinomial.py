@@ -74,6 +74,7 @@ __all__ = [
     "NO_SEARCH_OCTAVES",
     "SCALE_FLOOR_FACTOR",
     "scale_floor_factor",
+    "reconcile_scales",
     "MULTINOMIAL_STEP_BOOST",
     "multinomial_step_size",
     "softmax_residuals",
@@ -273,15 +274,77 @@ def _scales(X, norms, plan, rng, truncation):
         with np.errstate(all="ignore"):
             rms = np.where(nnz > 0, norms / np.sqrt(np.maximum(nnz, 1)), np.inf)
         s = feature_scale(rms, d, plan.z_scale, rng)
-    if truncation is None:
+    released = truncation is None
+    if released:
         tail = 0.0 if plan.z_scale == 0 else plan.trunc_fraction
         truncation = scale_quantile(norms, tail, plan.z_scale, rng)
     T = float(truncation)
     if plan.feature_scale and T > 0:
         # post-processing of two releases: s in [T / (F sqrt(d)), T / ref]
         factor = scale_floor_factor(X.shape[0], plan.z_scale)
+        if released:
+            return reconcile_scales(s, T, d, factor)
         s = min(max(s, T / (factor * math.sqrt(max(d, 1)))), T / ref)
     return float(s), T
+
+
+def reconcile_scales(s, T, d, factor):
+    """Make a released feature scale and truncation level consistent (public rule).
+
+    Post-processing of two independent releases. Consistent pairs satisfy
+    ``T / (factor sqrt(d)) <= s <= T / ref`` (``ref`` the Gaussian reference
+    of :func:`~skdp.solvers.heavy_tailed.units.feature_scale`) and are
+    returned unchanged. Outside that band one of the two noisy bisections
+    took a wrong turn far from its quantile; two repairs are possible:
+
+    - trust ``T``: clamp ``s`` into the band (the floor that undoes a
+      collapsed ``s``);
+    - trust ``s``: replace ``T`` by the public default truncation level in
+      units of ``s`` (``UNRELIABLE_SLACK`` times the default row norm
+      ``2 sqrt(d)``, :func:`~skdp.solvers.heavy_tailed.bounds.default_scales`),
+      kept inside the band.
+
+    The repair whose feature scale is closer (in octaves) to the public
+    default scale 1 is kept (ties: trust ``T``). A wrong turn lands many
+    octaves away, so the astray release is the one that is replaced: a
+    truncation level astray upwards no longer inflates ``s`` (a step ``/ s**2``
+    too small to move), one astray downwards no longer truncates every row.
+
+    Parameters
+    ----------
+    s : float
+        Released feature scale.
+    T : float
+        Released truncation level (positive).
+    d : int
+        Number of features.
+    factor : float
+        Floor factor ``F`` (:func:`scale_floor_factor`).
+
+    Returns
+    -------
+    s, T : float
+
+    Examples
+    --------
+    >>> s, T = reconcile_scales(0.7, 750.0, 64, 8.0)  # T astray upwards
+    >>> round(s, 2), round(T, 1)
+    (0.7, 44.8)
+    >>> s, T = reconcile_scales(0.005, 16.0, 64, 8.0)  # s collapsed
+    >>> round(s, 2), T
+    (0.25, 16.0)
+    """
+    root = math.sqrt(max(int(d), 1))
+    ref = gaussian_norm_median(d) / root
+    lo, hi = T / (factor * root), T / ref
+    s_T = min(max(s, lo), hi)
+    if s_T == s or not (math.isfinite(s) and s > 0):
+        return float(s_T), float(T)
+    default_T = UNRELIABLE_SLACK * default_scales(d, LogisticLoss())[0]
+    T_s = min(max(default_T * s, ref * s), factor * root * s)
+    if abs(math.log2(s)) < abs(math.log2(s_T)):
+        return float(s), float(T_s)
+    return float(s_T), float(T)
 
 
 def _design(X, labels, plan, rng, truncation, fit_intercept, scaled_intercept):
