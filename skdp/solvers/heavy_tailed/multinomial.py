@@ -38,6 +38,12 @@ s`` (Student-t(3), d = 20: ``T / (sqrt(d) s)`` about 26 at ``epsilon = inf``,
 where ``T`` is the largest norm; the floor set ``s`` 3x too large, a 10x too
 small step, and cost 0.013 accuracy at n = 1e5,
 benchmarks/results/multiclass_rules.md).
+
+The truncation level can go astray as well (digits at ``epsilon = 0.25``:
+``T`` = 754, 136505 or 0.297 for row norms of 3.2 to 4.8); always trusting
+it inflated ``s`` or truncated every row. When the two released values
+disagree, :func:`reconcile_scales` therefore replaces whichever one went
+astray (benchmarks/results/multiclass_truncation.md).
 """
 
 import math
