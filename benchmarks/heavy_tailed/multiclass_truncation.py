@@ -41,7 +41,7 @@ from benchmarks.heavy_tailed.multiclass import (
 from skdp import HeavyTailedLogisticRegression
 
 
-def _old_reconcile(s, T, d, factor):
+def _old_reconcile(s, T, d, factor, **_):
     root = math.sqrt(max(int(d), 1))
     ref = mn.gaussian_norm_median(d) / root
     return float(min(max(s, T / (factor * root)), T / ref)), float(T)

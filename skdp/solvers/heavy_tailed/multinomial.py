@@ -56,11 +56,13 @@ from ...privacy import ComposedDpEvent, gaussian_noise, gaussian_steps
 from ...utils._sparse import append_constant_column, as_float_rows, row_nnz, row_norms
 from .._distributed import is_dask_collection
 from .bounds import (
+    LOG2_RANGE,
     RANGE_STEPS,
     SEARCH_OCTAVES,
     UNRELIABLE_SLACK,
     default_scales,
     noisy_log_quantile,
+    scale_level,
     scale_quantile,
     scales_estimable,
 )
@@ -289,12 +291,53 @@ def _scales(X, norms, plan, rng, truncation):
         # post-processing of two releases: s in [T / (F sqrt(d)), T / ref]
         factor = scale_floor_factor(X.shape[0], plan.z_scale)
         if released:
-            return reconcile_scales(s, T, d, factor)
+            tail = 0.0 if plan.z_scale == 0 else plan.trunc_fraction
+            lowered = scale_level(X.shape[0], plan.z_scale, tail) < 1.0 - tail
+            slack = UNRELIABLE_SLACK if plan.z_scale > 0 and lowered else 1.0
+            steps = (
+                _wrong_turn_step(math.log2(T / slack))
+                if T > 0 and math.isfinite(T)
+                else 0,
+                _wrong_turn_step(math.log2(s * ref) + _FINAL_WIDTH / 2.0)
+                if s > 0 and math.isfinite(s)
+                else 0,
+            )
+            if steps[1] == 1:
+                # s next to 1, the first midpoint: also where standardized
+                # data's true scale lies, so no evidence either way
+                steps = (steps[0], EARLY_STEPS + 1)
+            return reconcile_scales(s, T, d, factor, wrong_turns=steps)
         s = min(max(s, T / (factor * math.sqrt(max(d, 1)))), T / ref)
     return float(s), T
 
 
-def reconcile_scales(s, T, d, factor):
+#: Bisection steps whose wrong turn sends a scale release astray by more than
+#: a few octaves (the first five halve the 60-octave range down to 1.9).
+EARLY_STEPS = 5
+_FINAL_WIDTH = (LOG2_RANGE[1] - LOG2_RANGE[0]) / 2.0**RANGE_STEPS
+
+
+def _wrong_turn_step(hi):
+    """First bisection step whose wrong turn lands on ``hi`` (public arithmetic).
+
+    After a wrong turn at an early midpoint every later count is saturated,
+    so the final bracket ends next to that midpoint: ``hi`` (the release's
+    upper end in ``log2``) within one final width of it. Returns the first
+    of the :data:`EARLY_STEPS` steps with such a midpoint (1: the coarsest,
+    the largest error), or ``EARLY_STEPS + 1`` when none.
+    """
+    lo, top = LOG2_RANGE
+    for j in range(1, EARLY_STEPS + 1):
+        half = (top - lo) / 2.0**j
+        k = round((hi - lo - half) / (2.0 * half))
+        if 0 <= k < 2 ** (j - 1) and abs(hi - lo - half - 2.0 * half * k) <= (
+            _FINAL_WIDTH * (1 + 1e-9)
+        ):
+            return j
+    return EARLY_STEPS + 1
+
+
+def reconcile_scales(s, T, d, factor, *, wrong_turns=(0, 0)):
     """Make a released feature scale and truncation level consistent (public rule).
 
     Post-processing of two independent releases. Consistent pairs satisfy
@@ -310,8 +353,11 @@ def reconcile_scales(s, T, d, factor):
       ``2 sqrt(d)``, :func:`~skdp.solvers.heavy_tailed.bounds.default_scales`),
       kept inside the band.
 
-    The repair whose feature scale is closer (in octaves) to the public
-    default scale 1 is kept (ties: trust ``T``). A wrong turn lands many
+    The release whose bisection ended where a wrong turn at an earlier
+    (coarser) step lands (``wrong_turns``) is the one replaced; when both
+    point to the same step, the repair whose feature scale is closer (in
+    octaves) to the public default scale 1 is kept (ties: trust ``T``).
+    A wrong turn lands many
     octaves away, so the astray release is the one that is replaced: a
     truncation level astray upwards no longer inflates ``s`` (a step ``/ s**2``
     too small to move), one astray downwards no longer truncates every row.
@@ -326,6 +372,10 @@ def reconcile_scales(s, T, d, factor):
         Number of features.
     factor : float
         Floor factor ``F`` (:func:`scale_floor_factor`).
+    wrong_turns : tuple of int, default=(0, 0)
+        For the release of ``T`` and of ``s``: the first bisection step whose
+        wrong turn lands where the release ended (``EARLY_STEPS + 1``: none;
+        equal values leave the choice to the default scale).
 
     Returns
     -------
@@ -348,7 +398,12 @@ def reconcile_scales(s, T, d, factor):
         return float(s_T), float(T)
     default_T = UNRELIABLE_SLACK * default_scales(d, LogisticLoss())[0]
     T_s = min(max(default_T * s, ref * s), factor * root * s)
-    if abs(math.log2(s)) < abs(math.log2(s_T)):
+    step_T, step_s = wrong_turns
+    if step_T != step_s:
+        trust_s = step_T < step_s
+    else:
+        trust_s = abs(math.log2(s)) < abs(math.log2(s_T))
+    if trust_s:
         return float(s), float(T_s)
     return float(s_T), float(T)
 
