@@ -343,6 +343,55 @@ def test_reconcile_scales_keeps_consistent_pairs_and_repairs_the_astray_one():
     assert reconcile_scales(0.0, 16.0, d, F)[1] == 16.0
 
 
+def test_wrong_turn_landings_match_a_simulated_astray_bisection():
+    # a bisection whose count at one early midpoint is flipped (a wrong turn),
+    # every other count exact: it ends next to that midpoint, and the step
+    # found is the one that was flipped
+    from skdp.solvers.heavy_tailed.bounds import LOG2_RANGE, bisect_counts
+    from skdp.solvers.heavy_tailed.multinomial import EARLY_STEPS, _wrong_turn_step
+
+    class Flip:
+        # a stand-in rng: the noise flips the decision of one step only
+        def __init__(self, step, n):
+            self.step, self.n, self.calls = step, n, 0
+
+        def normal(self, loc=0.0, scale=1.0, size=None):
+            self.calls += 1
+            return (3.0 * self.n if self.calls == self.step else 0.0) * (
+                -1.0 if self.sign else 1.0
+            )
+
+    values = np.full(1000, 2.9)  # every value at 2**2.9
+    assert _wrong_turn_step(bisect_counts(values, 0.5, 0.0, None, LOG2_RANGE, 10)) > (
+        EARLY_STEPS
+    )
+    for step in range(1, EARLY_STEPS + 1):
+        rng = Flip(step, 1000)
+        # up to the flipped step the path moves towards 2: the count there is
+        # 0 (mid below 2, flip it up: +) or n (mid above, flip it down: -)
+        lo, hi = LOG2_RANGE
+        for _ in range(step - 1):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if mid < 2.9 else (lo, mid)
+        rng.sign = (lo + hi) / 2 >= 2.9
+        end = bisect_counts(values, 0.5, 1.0, rng, LOG2_RANGE, 10)
+        assert rng.calls == 10
+        assert abs(end - 2.9) > 0.8  # astray (the step-4 mid is 0.85 away)
+        assert _wrong_turn_step(end) == step
+
+
+def test_reconcile_scales_blames_the_earlier_wrong_turn():
+    from skdp.solvers.heavy_tailed.multinomial import reconcile_scales
+
+    # the same inconsistent pair: whichever release ended at the coarser
+    # wrong-turn landing is replaced, the other is kept as released
+    assert reconcile_scales(10.0, 4.0, 64, 8.0, wrong_turns=(1, 6)) == (10.0, 640.0)
+    s, T = reconcile_scales(10.0, 4.0, 64, 8.0, wrong_turns=(6, 1))
+    assert T == 4.0 and s < 10.0
+    # equal steps: the default-scale prior (T = 4 keeps s = 4 / ref, nearer 1)
+    assert reconcile_scales(10.0, 4.0, 64, 8.0)[1] == 4.0
+
+
 def test_scale_floor_is_tight_only_where_the_release_can_go_astray():
     from skdp.solvers.heavy_tailed.multinomial import (
         FLOOR_RELIABLE_RATIO,
