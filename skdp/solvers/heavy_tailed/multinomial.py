@@ -42,8 +42,10 @@ benchmarks/results/multiclass_rules.md).
 The truncation level can go astray as well (digits at ``epsilon = 0.25``:
 ``T`` = 754, 136505 or 0.297 for row norms of 3.2 to 4.8); always trusting
 it inflated ``s`` or truncated every row. When the two released values
-disagree, :func:`reconcile_scales` therefore replaces whichever one went
-astray (benchmarks/results/multiclass_truncation.md).
+disagree, :func:`reconcile_scales` therefore replaces the one that went
+astray. That is the one that ended where a coarser wrong turn of its
+bisection lands, or, failing that evidence, the one farther from the
+public default scale (benchmarks/results/multiclass_truncation.md).
 """
 
 import math
