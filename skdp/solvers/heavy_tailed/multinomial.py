@@ -85,6 +85,7 @@ __all__ = [
     "SCALE_FLOOR_FACTOR",
     "scale_floor_factor",
     "reconcile_scales",
+    "EARLY_STEPS",
     "MULTINOMIAL_STEP_BOOST",
     "multinomial_step_size",
     "softmax_residuals",
@@ -359,10 +360,10 @@ def reconcile_scales(s, T, d, factor, *, wrong_turns=(0, 0)):
     (coarser) step lands (``wrong_turns``) is the one replaced; when both
     point to the same step, the repair whose feature scale is closer (in
     octaves) to the public default scale 1 is kept (ties: trust ``T``).
-    A wrong turn lands many
-    octaves away, so the astray release is the one that is replaced: a
-    truncation level astray upwards no longer inflates ``s`` (a step ``/ s**2``
-    too small to move), one astray downwards no longer truncates every row.
+    A wrong turn lands many octaves away, so the astray release is the one
+    that is replaced: a truncation level astray upwards no longer inflates
+    ``s`` (a step ``/ s**2`` too small to move), one astray downwards no
+    longer truncates every row.
 
     Parameters
     ----------
