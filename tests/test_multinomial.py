@@ -285,6 +285,113 @@ def test_a_collapsed_scale_release_is_bounded_by_the_truncation_level(
         assert s < released / 1e3  # capped at the row-norm quantile (loose)
 
 
+@pytest.mark.parametrize("seed", [0, 14, 105, 115])
+def test_digits_fit_at_tiny_epsilon_is_never_wrecked_by_an_astray_truncation(seed):
+    # epsilon = 0.25: these seeds' truncation-level bisections take a wrong
+    # turn (T = 754, 0.297, 136505 against row norms of 3.2 to 4.8); trusting
+    # T pulled s up by 16x-3000x or truncated every row (accuracy 0.03-0.17,
+    # below the worst fixed-clip DP-GD baseline, 0.204)
+    X, y = load_digits(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(
+        X / 16.0, y, stratify=y, test_size=0.25, random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = HeavyTailedLogisticRegression(
+            epsilon=0.25, classes=range(10), random_state=seed
+        ).fit(Xtr, ytr)
+    assert 4.8 < clf.truncation_threshold_ < 100.0  # keeps every row, not absurd
+    assert 0.3 < np.ravel(clf.feature_scale_)[0] < 1.5  # about 0.68
+    assert clf.score(Xte, yte) > 0.3
+
+
+@pytest.mark.parametrize("released_T", [0.3, 750.0, 1.4e5])
+def test_an_astray_truncation_release_is_replaced_not_trusted(monkeypatch, released_T):
+    import skdp.solvers.heavy_tailed.multinomial as mn
+
+    # stand-in for a truncation bisection that went astray (both directions)
+    monkeypatch.setattr(mn, "scale_quantile", lambda *a, **k: released_T)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5000, 16))
+    plan = make_known_lipschitz_plan(0.3, 5000, 17 * 3, 30, feature_scale=True)
+    norms = np.linalg.norm(X, axis=1)
+    s, T = mn._scales(X, norms, plan, rng, None)
+    assert 0.7 < s < 1.4  # the true scale is 1: the scale release is kept
+    assert norms.max() < T < 16 * mn.SCALE_FLOOR_FACTOR * 4.0  # every row kept
+    ref = mn.gaussian_norm_median(16) / 4.0
+    assert T / (mn.SCALE_FLOOR_FACTOR * 4.0) <= s <= T / ref * (1 + 1e-12)
+    # a public truncation level is never replaced
+    s_pub, T_pub = mn._scales(X, norms, plan, rng, released_T)
+    assert T_pub == released_T
+
+
+def test_reconcile_scales_keeps_consistent_pairs_and_repairs_the_astray_one():
+    from skdp.solvers.heavy_tailed.multinomial import reconcile_scales
+    from skdp.solvers.heavy_tailed.units import gaussian_norm_median
+
+    d, F = 64, 8.0
+    ref = gaussian_norm_median(d) / 8.0
+    assert reconcile_scales(0.7, 16.0, d, F) == (0.7, 16.0)  # consistent
+    for s, T in [(0.7, 750.0), (0.005, 16.0), (0.66, 0.3), (3e4, 16.0), (0.0, 16.0)]:
+        s2, T2 = reconcile_scales(s, T, d, F)
+        assert T2 / (F * 8.0) * (1 - 1e-12) <= s2 <= T2 / ref * (1 + 1e-12)
+        assert s2 == s or T2 == T  # one release is kept as released
+    assert reconcile_scales(0.7, 750.0, d, F)[0] == 0.7  # T astray: s kept
+    assert reconcile_scales(0.66, 0.3, d, F)[0] == 0.66
+    assert reconcile_scales(0.005, 16.0, d, F)[1] == 16.0  # s astray: T kept
+    assert reconcile_scales(3e4, 16.0, d, F)[1] == 16.0
+    assert reconcile_scales(0.0, 16.0, d, F)[1] == 16.0
+
+
+def test_wrong_turn_landings_match_a_simulated_astray_bisection():
+    # a bisection whose count at one early midpoint is flipped (a wrong turn),
+    # every other count exact: it ends next to that midpoint, and the step
+    # found is the one that was flipped
+    from skdp.solvers.heavy_tailed.bounds import LOG2_RANGE, bisect_counts
+    from skdp.solvers.heavy_tailed.multinomial import EARLY_STEPS, _wrong_turn_step
+
+    class Flip:
+        # a stand-in rng: the noise flips the decision of one step only
+        def __init__(self, step, n):
+            self.step, self.n, self.calls = step, n, 0
+
+        def normal(self, loc=0.0, scale=1.0, size=None):
+            self.calls += 1
+            return (3.0 * self.n if self.calls == self.step else 0.0) * (
+                -1.0 if self.sign else 1.0
+            )
+
+    values = np.full(1000, 2.9)  # every value at 2**2.9
+    assert _wrong_turn_step(bisect_counts(values, 0.5, 0.0, None, LOG2_RANGE, 10)) > (
+        EARLY_STEPS
+    )
+    for step in range(1, EARLY_STEPS + 1):
+        rng = Flip(step, 1000)
+        # up to the flipped step the path moves towards 2: the count there is
+        # 0 (mid below 2, flip it up: +) or n (mid above, flip it down: -)
+        lo, hi = LOG2_RANGE
+        for _ in range(step - 1):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if mid < 2.9 else (lo, mid)
+        rng.sign = (lo + hi) / 2 >= 2.9
+        end = bisect_counts(values, 0.5, 1.0, rng, LOG2_RANGE, 10)
+        assert rng.calls == 10
+        assert abs(end - 2.9) > 0.8  # astray (the step-4 mid is 0.85 away)
+        assert _wrong_turn_step(end) == step
+
+
+def test_reconcile_scales_blames_the_earlier_wrong_turn():
+    from skdp.solvers.heavy_tailed.multinomial import reconcile_scales
+
+    # the same inconsistent pair: whichever release ended at the coarser
+    # wrong-turn landing is replaced, the other is kept as released
+    assert reconcile_scales(10.0, 4.0, 64, 8.0, wrong_turns=(1, 6)) == (10.0, 640.0)
+    s, T = reconcile_scales(10.0, 4.0, 64, 8.0, wrong_turns=(6, 1))
+    assert T == 4.0 and s < 10.0
+    # equal steps: the default-scale prior (T = 4 keeps s = 4 / ref, nearer 1)
+    assert reconcile_scales(10.0, 4.0, 64, 8.0)[1] == 4.0
+
+
 def test_scale_floor_is_tight_only_where_the_release_can_go_astray():
     from skdp.solvers.heavy_tailed.multinomial import (
         FLOOR_RELIABLE_RATIO,

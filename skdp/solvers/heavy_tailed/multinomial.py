@@ -38,6 +38,14 @@ s`` (Student-t(3), d = 20: ``T / (sqrt(d) s)`` about 26 at ``epsilon = inf``,
 where ``T`` is the largest norm; the floor set ``s`` 3x too large, a 10x too
 small step, and cost 0.013 accuracy at n = 1e5,
 benchmarks/results/multiclass_rules.md).
+
+The truncation level can go astray as well (digits at ``epsilon = 0.25``:
+``T`` = 754, 136505 or 0.297 for row norms of 3.2 to 4.8); always trusting
+it inflated ``s`` or truncated every row. When the two released values
+disagree, :func:`reconcile_scales` therefore replaces the one that went
+astray. That is the one that ended where a coarser wrong turn of its
+bisection lands, or, failing that evidence, the one farther from the
+public default scale (benchmarks/results/multiclass_truncation.md).
 """
 
 import math
@@ -50,11 +58,13 @@ from ...privacy import ComposedDpEvent, gaussian_noise, gaussian_steps
 from ...utils._sparse import append_constant_column, as_float_rows, row_nnz, row_norms
 from .._distributed import is_dask_collection
 from .bounds import (
+    LOG2_RANGE,
     RANGE_STEPS,
     SEARCH_OCTAVES,
     UNRELIABLE_SLACK,
     default_scales,
     noisy_log_quantile,
+    scale_level,
     scale_quantile,
     scales_estimable,
 )
@@ -74,6 +84,8 @@ __all__ = [
     "NO_SEARCH_OCTAVES",
     "SCALE_FLOOR_FACTOR",
     "scale_floor_factor",
+    "reconcile_scales",
+    "EARLY_STEPS",
     "MULTINOMIAL_STEP_BOOST",
     "multinomial_step_size",
     "multiclass_step",
@@ -274,15 +286,130 @@ def _scales(X, norms, plan, rng, truncation):
         with np.errstate(all="ignore"):
             rms = np.where(nnz > 0, norms / np.sqrt(np.maximum(nnz, 1)), np.inf)
         s = feature_scale(rms, d, plan.z_scale, rng)
-    if truncation is None:
+    released = truncation is None
+    if released:
         tail = 0.0 if plan.z_scale == 0 else plan.trunc_fraction
         truncation = scale_quantile(norms, tail, plan.z_scale, rng)
     T = float(truncation)
     if plan.feature_scale and T > 0:
         # post-processing of two releases: s in [T / (F sqrt(d)), T / ref]
         factor = scale_floor_factor(X.shape[0], plan.z_scale)
+        if released:
+            tail = 0.0 if plan.z_scale == 0 else plan.trunc_fraction
+            lowered = scale_level(X.shape[0], plan.z_scale, tail) < 1.0 - tail
+            slack = UNRELIABLE_SLACK if plan.z_scale > 0 and lowered else 1.0
+            steps = (
+                _wrong_turn_step(math.log2(T / slack))
+                if T > 0 and math.isfinite(T)
+                else 0,
+                _wrong_turn_step(math.log2(s * ref) + _FINAL_WIDTH / 2.0)
+                if s > 0 and math.isfinite(s)
+                else 0,
+            )
+            if steps[1] == 1:
+                # s next to 1, the first midpoint: also where standardized
+                # data's true scale lies, so no evidence either way
+                steps = (steps[0], EARLY_STEPS + 1)
+            return reconcile_scales(s, T, d, factor, wrong_turns=steps)
         s = min(max(s, T / (factor * math.sqrt(max(d, 1)))), T / ref)
     return float(s), T
+
+
+#: Bisection steps whose wrong turn sends a scale release astray by more than
+#: a few octaves (the first five halve the 60-octave range down to 1.9).
+EARLY_STEPS = 5
+_FINAL_WIDTH = (LOG2_RANGE[1] - LOG2_RANGE[0]) / 2.0**RANGE_STEPS
+
+
+def _wrong_turn_step(hi):
+    """First bisection step whose wrong turn lands on ``hi`` (public arithmetic).
+
+    After a wrong turn at an early midpoint every later count is saturated,
+    so the final bracket ends next to that midpoint: ``hi`` (the release's
+    upper end in ``log2``) within one final width of it. Returns the first
+    of the :data:`EARLY_STEPS` steps with such a midpoint (1: the coarsest,
+    the largest error), or ``EARLY_STEPS + 1`` when none.
+    """
+    lo, top = LOG2_RANGE
+    for j in range(1, EARLY_STEPS + 1):
+        half = (top - lo) / 2.0**j
+        k = round((hi - lo - half) / (2.0 * half))
+        if 0 <= k < 2 ** (j - 1) and abs(hi - lo - half - 2.0 * half * k) <= (
+            _FINAL_WIDTH * (1 + 1e-9)
+        ):
+            return j
+    return EARLY_STEPS + 1
+
+
+def reconcile_scales(s, T, d, factor, *, wrong_turns=(0, 0)):
+    """Make a released feature scale and truncation level consistent (public rule).
+
+    Post-processing of two independent releases. Consistent pairs satisfy
+    ``T / (factor sqrt(d)) <= s <= T / ref`` (``ref`` the Gaussian reference
+    of :func:`~skdp.solvers.heavy_tailed.units.feature_scale`) and are
+    returned unchanged. Outside that band one of the two noisy bisections
+    took a wrong turn far from its quantile; two repairs are possible:
+
+    - trust ``T``: clamp ``s`` into the band (the floor that undoes a
+      collapsed ``s``);
+    - trust ``s``: replace ``T`` by the public default truncation level in
+      units of ``s`` (``UNRELIABLE_SLACK`` times the default row norm
+      ``2 sqrt(d)``, :func:`~skdp.solvers.heavy_tailed.bounds.default_scales`),
+      kept inside the band.
+
+    The release whose bisection ended where a wrong turn at an earlier
+    (coarser) step lands (``wrong_turns``) is the one replaced; when both
+    point to the same step, the repair whose feature scale is closer (in
+    octaves) to the public default scale 1 is kept (ties: trust ``T``).
+    A wrong turn lands many octaves away, so the astray release is the one
+    that is replaced: a truncation level astray upwards no longer inflates
+    ``s`` (a step ``/ s**2`` too small to move), one astray downwards no
+    longer truncates every row.
+
+    Parameters
+    ----------
+    s : float
+        Released feature scale.
+    T : float
+        Released truncation level (positive).
+    d : int
+        Number of features.
+    factor : float
+        Floor factor ``F`` (:func:`scale_floor_factor`).
+    wrong_turns : tuple of int, default=(0, 0)
+        For the release of ``T`` and of ``s``: the first bisection step whose
+        wrong turn lands where the release ended (``EARLY_STEPS + 1``: none;
+        equal values leave the choice to the default scale).
+
+    Returns
+    -------
+    s, T : float
+
+    Examples
+    --------
+    >>> s, T = reconcile_scales(0.7, 750.0, 64, 8.0)  # T astray upwards
+    >>> round(s, 2), round(T, 1)
+    (0.7, 44.8)
+    >>> s, T = reconcile_scales(0.005, 16.0, 64, 8.0)  # s collapsed
+    >>> round(s, 2), T
+    (0.25, 16.0)
+    """
+    root = math.sqrt(max(int(d), 1))
+    ref = gaussian_norm_median(d) / root
+    lo, hi = T / (factor * root), T / ref
+    s_T = min(max(s, lo), hi)
+    if s_T == s or not (math.isfinite(s) and s > 0):
+        return float(s_T), float(T)
+    default_T = UNRELIABLE_SLACK * default_scales(d, LogisticLoss())[0]
+    T_s = min(max(default_T * s, ref * s), factor * root * s)
+    step_T, step_s = wrong_turns
+    if step_T != step_s:
+        trust_s = step_T < step_s
+    else:
+        trust_s = abs(math.log2(s)) < abs(math.log2(s_T))
+    if trust_s:
+        return float(s), float(T_s)
+    return float(s_T), float(T)
 
 
 def _design(X, labels, plan, rng, truncation, fit_intercept, scaled_intercept):
