@@ -371,6 +371,14 @@ def _stream_params(estimator):
     return params
 
 
+def _raw(part):
+    """The bytes of a C-contiguous array, without copying them if possible."""
+    try:
+        return memoryview(part).cast("B")
+    except (TypeError, ValueError):
+        return part.tobytes()
+
+
 def _fit_digest(estimator, values):
     """Spawn-key words from an estimator's parameters and its fit's inputs.
 
@@ -414,7 +422,7 @@ def _fit_digest(estimator, values):
             part = np.ascontiguousarray(part)
             h.update(f"{part.dtype}{part.shape}".encode())
             h.update(
-                repr(part.tolist()).encode() if part.dtype == object else part.tobytes()
+                repr(part.tolist()).encode() if part.dtype == object else _raw(part)
             )
     words = h.digest()[:16]
     return tuple(int.from_bytes(words[i : i + 4], "little") for i in range(0, 16, 4))

@@ -172,7 +172,7 @@ def test_unsupported_fits_reject_dask_before_spending(client):
         HeavyTailedLinearRegression(solver="onepass", epsilon=1.0, delta=1e-6),
         HeavyTailedLinearRegression(center=True, feature_norm=3.0, delta=1e-6),
         HeavyTailedLogisticRegression(solver="localized", classes=[0, 1]),
-        HeavyTailedLogisticRegression(classes=[0, 1, 2], delta=1e-6),
+        HeavyTailedLogisticRegression(classes=[0, 1, 2], multi_class="ovr", delta=1e-6),
         _ridge(inner_solver="output_perturbation"),
     ):
         with pytest.raises(TypeError, match="sufficient_statistics"):
@@ -189,11 +189,74 @@ def test_unsupported_fits_reject_dask_before_spending(client):
     assert acc.ledger == []
 
 
-def test_non_finite_input_is_refused(client):
+@pytest.mark.parametrize("tuning", ["bilevel", "risk_estimate"])
+@pytest.mark.parametrize("where", ["X", "y"])
+def test_non_finite_input_is_refused_before_charging(client, tuning, where):
+    """As on the numpy path (threat_model.rst): nan/inf is refused before
+    anything is charged to the accountant (from flags of the one statistics
+    pass) and nothing is released."""
     X, y = _data(n=1500)
-    X[1000, 1] = np.nan
+    if where == "X":
+        X[1000, 1] = np.nan
+    else:
+        y[1200] = np.inf
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
     with pytest.raises(ValueError, match="NaN"):
-        _ridge().fit(*_dask(X, y))
+        _ridge(tuning=tuning, accountant=acc, delta=None).fit(*_dask(X, y))
+    assert acc.ledger == []
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        _ridge(tuning=tuning, accountant=acc, delta=None).fit(X, y)
+    assert acc.ledger == []
+
+
+def _count_graph_runs(monkeypatch):
+    """Count the graphs the client runs (every compute/persist goes through
+    ``Client.get``): a pass over the data is one run."""
+    runs = []
+    get = distributed.Client.get
+
+    def counted(self, *args, **kwargs):
+        runs.append(1)
+        return get(self, *args, **kwargs)
+
+    monkeypatch.setattr(distributed.Client, "get", counted)
+    return runs
+
+
+@pytest.mark.parametrize("tuning", ["bilevel", "risk_estimate"])
+def test_sufficient_statistics_fit_reads_the_data_once(client, monkeypatch, tuning):
+    """The finiteness flags are computed in the same per-chunk pass as the
+    exact sums: one graph run per fit, the same model and charge as numpy."""
+    X, y = _data(n=2000)
+    runs = _count_graph_runs(monkeypatch)
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    b = _ridge(tuning=tuning, accountant=acc, delta=None).fit(*_dask(X, y))
+    assert len(runs) == 1
+    assert len(acc.ledger) == 1
+    other = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    a = _ridge(tuning=tuning, accountant=other, delta=None).fit(X, y)
+    _assert_same_model(a, b)
+    assert a.privacy_spent_ == b.privacy_spent_
+    assert acc.ledger[0][1] == other.ledger[0][1]
+
+
+@pytest.mark.parametrize("tuning", ["bilevel", "risk_estimate"])
+def test_over_budget_dask_fit_reads_nothing(client, monkeypatch, tuning):
+    """The one-pass fit charges after its pass, so an over-budget fit is
+    refused before the pass (as on numpy): no graph runs, nothing charged."""
+    from skdp import BudgetExceededError
+
+    X, y = _data(n=1500)
+    Xd, yd = _dask(X, y)
+    runs = _count_graph_runs(monkeypatch)
+    acc = PrivacyAccountant(epsilon=0.5, delta=1e-5)
+    with pytest.raises(BudgetExceededError, match="No data was used"):
+        _ridge(tuning=tuning, accountant=acc, delta=None).fit(Xd, yd)
+    assert runs == [] and acc.ledger == []
+    finite = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    with pytest.raises(BudgetExceededError, match="not private"):
+        _ridge(tuning=tuning, epsilon=np.inf, accountant=finite).fit(Xd, yd)
+    assert runs == [] and finite.ledger == []
 
 
 def test_fit_never_gathers_rows_on_the_driver(client, monkeypatch):
@@ -373,10 +436,10 @@ def test_other_private_estimators_refuse_dask_instead_of_gathering(client):
     groups = da.from_array(np.arange(1000) % 2, chunks=CHUNKS)
     acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
     fits = [
-        (MinimaxFairClassifier(accountant=acc), (Xd, labels), {}),
+        (MinimaxFairClassifier(solver="nispp", accountant=acc), (Xd, labels), {}),
         (MinimaxFairClassifier(), (X, y > 0), {"sensitive_features": groups}),
-        (StandardScaler(accountant=acc), (Xd,), {}),
-        (MinMaxScaler(accountant=acc), (Xd,), {}),
+        (StandardScaler(epsilon=np.inf, accountant=acc), (Xd,), {}),
+        (MinMaxScaler(epsilon=np.inf, accountant=acc), (Xd,), {}),
         (
             PrivateSearchCV(
                 HeavyTailedLinearRegression(), param_grid={"k": [2, 4]}, accountant=acc
@@ -390,9 +453,9 @@ def test_other_private_estimators_refuse_dask_instead_of_gathering(client):
         with pytest.raises(TypeError, match="Distributed fits: BilevelRidge"):
             est.fit(*args, **kwargs)
     assert acc.ledger == []
+    # a fitted scaler transforms dask rows lazily (tests/test_dask_preprocessing.py)
     scaler = StandardScaler(epsilon=np.inf).fit(X)
-    with pytest.raises(TypeError, match="StandardScaler.transform"):
-        scaler.transform(Xd)
+    assert isinstance(scaler.transform(Xd), da.Array)
 
 
 @pytest.mark.parametrize(
@@ -411,6 +474,111 @@ def test_bilevel_ridge_gd_dask_matches_numpy(client, kw):
     est_np = _ridge(**params).fit(X, y)
     est_dk = _ridge(**params).fit(*_dask(X, y))
     _assert_same_model(est_np, est_dk)
+
+
+# -- multinomial HeavyTailedLogisticRegression: d x K clipped sums per chunk ----
+
+
+def _three_classes(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_t(4, size=(n, 3))
+    score = X[:, 0] + 0.5 * X[:, 1] + 0.5 * rng.normal(size=n)
+    return X, np.digitize(score, [-0.5, 0.8])
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},  # private feature scale, truncation and clip levels
+        {"epsilon": np.inf, "feature_norm": 4.0},
+        {"fit_intercept": False, "classes": ["a", "b", "c"]},
+    ],
+)
+def test_multinomial_logistic_dask_matches_numpy(client, kw):
+    X, y = _three_classes()
+    if "classes" in kw:
+        y = np.asarray(kw["classes"])[y]
+    kw = {"classes": [0, 1, 2], **kw}
+    est_np = _heavy(HeavyTailedLogisticRegression, **kw).fit(X, y)
+    Xd = da.from_array(X, chunks=(CHUNKS, -1))
+    est_dk = _heavy(HeavyTailedLogisticRegression, **kw).fit(
+        Xd, da.from_array(y, chunks=CHUNKS)
+    )
+    _assert_same_glm(est_np, est_dk)
+    assert est_dk.coef_.shape == (3, 3)
+    for method in ("predict", "predict_proba", "decision_function"):
+        out = getattr(est_dk, method)(Xd)
+        assert isinstance(out, da.Array)
+        ref = getattr(est_np, method)(X)
+        if method == "predict":
+            np.testing.assert_array_equal(out.compute(), ref)
+        else:
+            np.testing.assert_allclose(out.compute(), ref, rtol=1e-9, atol=1e-12)
+    if np.isfinite(est_np.epsilon):
+        other = _heavy(HeavyTailedLogisticRegression, random_state=6, **kw)
+        other.fit(Xd, da.from_array(y, chunks=CHUNKS))
+        assert not np.allclose(other.coef_, est_dk.coef_)
+
+
+def test_multinomial_shared_accountant_and_no_gather(client, monkeypatch):
+    X, y = _three_classes(n=1500)
+    Xd, yd = da.from_array(X, chunks=(CHUNKS, -1)), da.from_array(y, chunks=CHUNKS)
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    kw = dict(classes=[0, 1, 2], accountant=acc, delta=None)
+    _heavy(HeavyTailedLogisticRegression, **kw).fit(X, y)
+    one = acc.spent_epsilon
+
+    class Gathered(BaseException):
+        pass
+
+    def gather(self, *args, **kwargs):
+        raise Gathered("a dask input was converted to numpy on the driver")
+
+    monkeypatch.setattr(type(Xd), "__array__", gather)
+    with pytest.raises(Gathered):
+        np.asarray(Xd)
+    est = _heavy(HeavyTailedLogisticRegression, **kw).fit(Xd, yd)
+    assert np.all(np.isfinite(est.coef_))
+    assert len(acc.ledger) == 2
+    assert acc.spent_epsilon > one * 1.2
+    with pytest.raises(ValueError, match="not in `classes`"):
+        _heavy(HeavyTailedLogisticRegression, **kw).fit(Xd, yd + 1)
+    assert len(acc.ledger) == 2  # refused before anything was charged
+
+
+def test_gathered_multinomial_gradient_sum_moves_by_at_most_2C(client):
+    """Coupled run: one record's label changed (same large row); the d x K
+    clipped gradient sum gathered from the workers moves by at most 2 C,
+    nearly attains it, and equals the one-process sum."""
+    from skdp.solvers._distributed import multinomial_gradient_sum_on_workers
+    from skdp.solvers.heavy_tailed.multinomial import (
+        clipped_multinomial_gradient_sum,
+    )
+
+    X, y = _three_classes(n=2000)
+    W, C = np.zeros((3, 3)), 0.8
+    X[1234], y[1234] = [30.0, 40.0, 0.0], 0
+    y2 = y.copy()
+    y2[1234] = 1
+    norms = np.linalg.norm(X, axis=1)
+
+    def gathered(labels):
+        return multinomial_gradient_sum_on_workers(
+            da.from_array(X, chunks=(CHUNKS, -1)),
+            da.from_array(labels, chunks=CHUNKS),
+            W,
+            da.from_array(norms, chunks=CHUNKS),
+            C,
+        )
+
+    (g1, n1), (g2, _) = gathered(y), gathered(y2)
+    move = np.linalg.norm(g1 - g2)
+    assert move <= 2 * C * (1 + 1e-12)
+    # at W = 0 the two residuals are 120 degrees apart: sqrt(3) C
+    assert move >= 0.99 * np.sqrt(3) * C
+    ref, ref_norms = clipped_multinomial_gradient_sum(X, y, W, norms, C)
+    np.testing.assert_allclose(g1, ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(n1.compute(), ref_norms, rtol=1e-12)
 
 
 # -- MinimaxFairClassifier(solver="gda"): per-step stacked sums on the workers --
@@ -470,6 +638,55 @@ def test_minimax_fair_gda_dask_matches_numpy(client, classes, kw):
     assert a.privacy_spent_ == b.privacy_spent_
     assert a.n_features_in_ == b.n_features_in_ == 3
     np.testing.assert_array_equal(a.predict(X), b.predict(X))
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_minimax_fair_private_feature_norm_on_dask_matches_numpy(client, classes):
+    """feature_norm=None: the exponential-mechanism quantile of the row norms
+    counts its public cells per chunk; the same release, the same model."""
+    kw = {"feature_norm": None}
+    if classes == 3:
+        kw.update(classes=[0, 1, 2], group_priors=[0.6, 0.4])
+    X, y, g = _fair_data(classes=classes, seed=2)
+    a = _fair(**kw).fit(X, y, sensitive_features=g)
+    Xd, yd, gd = _fair_dask(X, y, g)
+    b = _fair(**kw).fit(Xd, yd, sensitive_features=gd)
+    assert a.feature_norm_ == b.feature_norm_
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(a.intercept_, b.intercept_, rtol=1e-7, atol=1e-10)
+    assert a.privacy_spent_ == b.privacy_spent_
+    other = _fair(random_state=9, **kw).fit(Xd, yd, sensitive_features=gd)
+    assert other.feature_norm_ != b.feature_norm_
+
+
+def test_distributed_quantile_is_the_numpy_release_and_counts_move_by_one(client):
+    """The chunked exponential mechanism draws what private_quantile draws
+    (same rng), and one replaced record moves each gathered cell count by at
+    most one (attained): the utility's sensitivity 1."""
+    from skdp.privacy import private_quantile
+    from skdp.solvers._distributed import _edge_counts, private_quantile_on_workers
+
+    rng = np.random.default_rng(0)
+    v = np.abs(rng.standard_t(3, size=2500)) + 1e-3
+    vd = da.from_array(v, chunks=CHUNKS)
+    for q, eps in ((0.95, 1.0), (0.5, 0.05)):
+        kw = dict(bounds=(1e-6, 1e6), log_scale=True)
+        a = private_quantile(v, q, eps, rng=np.random.default_rng(3), **kw)
+        b = private_quantile_on_workers(vd, q, eps, rng=np.random.default_rng(3), **kw)
+        assert a == b
+    edges = np.linspace(np.log(1e-6), np.log(1e6), 2049)
+    v2 = v.copy()
+    v2[1234] = 1e5  # from the bulk to the top of the range
+
+    def gathered(values):
+        import dask
+
+        blocks = da.from_array(values, chunks=CHUNKS).to_delayed().ravel()
+        count = dask.delayed(_edge_counts)
+        return sum(dask.compute(*[count(b, edges, 1e-6, 1e6, True) for b in blocks]))
+
+    c1, c2 = gathered(v), gathered(v2)
+    assert np.max(np.abs(c1 - c2)) == 1
 
 
 def test_minimax_fair_shared_accountant_counts_dask_and_numpy_fits(client):
@@ -556,15 +773,20 @@ def test_minimax_fair_never_gathers_rows_on_the_driver(client, monkeypatch):
     monkeypatch.setattr(type(Xd), "__array__", gather)
     with pytest.raises(Gathered):
         np.asarray(Xd)
-    est = _fair().fit(Xd, yd, sensitive_features=gd)
-    assert np.all(np.isfinite(est.coef_))
+    for kw in ({}, {"feature_norm": None}):
+        est = _fair(**kw).fit(Xd, yd, sensitive_features=gd)
+        assert np.all(np.isfinite(est.coef_))
 
 
 def test_minimax_fair_dask_refusals_before_spending(client):
     X, y, g = _fair_data(n=1000)
     Xd, yd, gd = _fair_dask(X, y, g)
     acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
-    for kw in ({"solver": "nseg"}, {"feature_norm": None}, {"center": True}):
+    for kw in (
+        {"solver": "nseg"},
+        {"feature_norm": None, "epsilon": np.inf},
+        {"center": True},
+    ):
         with pytest.raises(TypeError, match="Distributed fits"):
             _fair(accountant=acc, delta=None, **kw).fit(Xd, yd, sensitive_features=gd)
     with pytest.raises(ValueError, match="classes"):
@@ -599,6 +821,90 @@ def test_per_chunk_maps_are_silent_on_the_workers():
         for arr in lazy:
             arr.compute(scheduler="sync")
         record_sum(lambda b: np.sum(np.log(b), axis=0), (X,))
+
+
+def test_log_quantiles_of_dask_values_are_silent_on_the_workers():
+    """A zero value (a truncated row's gradient norm, in every multinomial
+    and binary dask fit) has log2 = -inf: that lazy map runs later on a
+    worker, outside the driver's ``np.errstate``, and must not warn there."""
+    import dask
+
+    from skdp.solvers.heavy_tailed.bounds import noisy_log_quantile
+    from skdp.solvers.heavy_tailed.units import feature_scale
+
+    v = np.r_[np.zeros(5), np.arange(1.0, 200.0)]
+    vd = da.from_array(v, chunks=50)
+    with dask.config.set(scheduler="sync"), np.errstate(all="raise"):
+        a = noisy_log_quantile(vd, 0.9, 1.0, np.random.default_rng(0))
+        b = feature_scale(vd, 4, 1.0, np.random.default_rng(0))
+    with np.errstate(all="ignore"):  # the same releases as on numpy input
+        assert a == noisy_log_quantile(v, 0.9, 1.0, np.random.default_rng(0))
+        assert b == feature_scale(v, 4, 1.0, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_minimax_fair_validation_gathers_one_flag_per_chunk(
+    client, monkeypatch, classes
+):
+    """The checks before spending (finite X, declared labels and groups)
+    bring one flag per chunk to the driver, never one value per record."""
+    import dask
+
+    from skdp.fairness._dask_fit import _validated_records
+
+    X, y, g = _fair_data(n=2000, classes=classes)
+    gathered = []
+    compute = dask.compute
+
+    def recording(*args, **kwargs):
+        out = compute(*args, **kwargs)
+        gathered.append(out)
+        return out
+
+    monkeypatch.setattr(dask, "compute", recording)
+    labels = np.array([0, 1])
+    _validated_records(_fair(), *_fair_dask(X, y, g), labels, np.unique(y))
+    monkeypatch.undo()
+    (flags,) = gathered  # the one validation pass
+    finite, known, in_groups = flags
+    assert len(known) == len(in_groups) == -(-2000 // CHUNKS)
+    assert all(np.ndim(f) == 0 for f in [finite, *known, *in_groups])
+
+
+def _strict_worker():
+    import warnings
+
+    saved = (list(warnings.filters), np.geterr())
+    warnings.simplefilter("error")  # a warning fails the task
+    np.seterr(all="warn", under="ignore")
+    return saved
+
+
+def _restore_worker(saved):
+    import warnings
+
+    warnings.filters[:] = saved[0]
+    np.seterr(**saved[1])
+
+
+@pytest.mark.parametrize("classes", [[0, 1], [0, 1, 2]])
+def test_logistic_fit_on_dask_never_warns_on_the_workers(client, classes):
+    """End to end on the cluster: every row above the private truncation
+    level has a zero gradient norm, so the per-chunk maps meet ``1/0`` and
+    ``log2(0)``; a warning on a worker (its log) would tell which chunk holds
+    such a row. Workers turn warnings into errors here."""
+    X, y = _three_classes(n=2000, seed=3)
+    X[17] = 0.0  # a zero row too
+    y = np.minimum(y, len(classes) - 1)
+    Xd, yd = da.from_array(X, chunks=(CHUNKS, -1)), da.from_array(y, chunks=CHUNKS)
+    saved = client.run(_strict_worker)
+    try:
+        est = _heavy(HeavyTailedLogisticRegression, classes=classes).fit(Xd, yd)
+    finally:
+        for worker, state in saved.items():
+            client.run(_restore_worker, state, workers=[worker])
+    ref = _heavy(HeavyTailedLogisticRegression, classes=classes).fit(X, y)
+    _assert_same_glm(ref, est)
 
 
 @pytest.mark.parametrize("classes", [2, 3])

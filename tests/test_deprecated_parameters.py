@@ -11,6 +11,7 @@ from skdp import (
     HeavyTailedLinearRegression,
     HeavyTailedLogisticRegression,
 )
+from skdp.preprocessing import StandardScaler
 
 
 def _data(classification):
@@ -63,3 +64,25 @@ def test_old_share_name_is_validated(cls, old, params, classification):
     X, y = _data(classification)
     with pytest.raises(ValueError, match=old):
         cls(**params, **{old: 1.5}).fit(X, y)
+
+
+def test_standard_scaler_bounds_share_warns_and_means_estimation_share():
+    # enough rows that the private bound quantiles reach their target level
+    X = np.random.default_rng(0).normal(size=(5000, 3))
+    old = StandardScaler(bounds_share=0.2, epsilon=5.0, delta=1e-5, random_state=0)
+    assert clone(old).get_params()["bounds_share"] == 0.2
+    with pytest.warns(FutureWarning, match="`bounds_share` was renamed"):
+        old.fit(X)
+    new = StandardScaler(estimation_share=0.2, epsilon=5.0, delta=1e-5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        new.fit(X)
+    assert old.privacy_plan_ == new.privacy_plan_
+    np.testing.assert_array_equal(old.mean_, new.mean_)
+    np.testing.assert_array_equal(old.var_, new.var_)
+    other = StandardScaler(
+        estimation_share=0.05, epsilon=5.0, delta=1e-5, random_state=0
+    ).fit(X)
+    assert not np.array_equal(other.mean_, new.mean_)
+    with pytest.raises(ValueError, match="bounds_share"):
+        StandardScaler(bounds_share=1.5).fit(X)

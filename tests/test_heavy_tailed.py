@@ -392,11 +392,11 @@ def test_small_n_regression_estimates_scales_in_natural_units():
 
 def test_auto_steps_rule_is_public_in_n():
     # max_iter="auto": 30 steps below n = 1e4, 100 steps from n = 1e4 on with
-    # at least 30% of the gradients clipped (same scale 6); an explicit
+    # at least 40% of the gradients clipped (same scale 6); an explicit
     # max_iter is used as given.
     rng = np.random.default_rng(4)
     d = 3
-    for n, steps, floor in ((9_999, 30, 0.0), (10_000, 100, 0.3)):
+    for n, steps, floor in ((9_999, 30, 0.0), (10_000, 100, 0.4)):
         X = rng.standard_t(3, size=(n, d))
         y = X @ np.ones(d) + rng.standard_t(3, size=n)
         m = HeavyTailedLinearRegression(epsilon=1.0, delta=1e-8, random_state=0)
@@ -451,6 +451,46 @@ def test_large_n_rule_corrects_the_intercept_and_pays_for_it():
     assert small._intercept_share(10_000, SquaredLoss()) == 0.04
     fixed = HeavyTailedLinearRegression(max_iter=100)
     assert fixed._intercept_share(10_000, SquaredLoss()) == 0.0
+
+
+def test_large_n_rule_step_floor_and_averaging_are_public_in_n(monkeypatch):
+    # from n = 1e4 on (max_iter="auto", default step): the step is at least
+    # 0.4 / s**2 and the iterates from step 25 of 100 on are averaged; below
+    # n = 1e4, with a given max_iter or a given step_size: as before
+    from skdp.solvers.heavy_tailed import known_lipschitz as kl
+    from skdp.solvers.heavy_tailed.gd import practical_step_size
+
+    seen = []
+    orig = kl.clipped_dp_gd
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["average_from"])
+        return orig(*args, **kwargs)
+
+    monkeypatch.setattr(kl, "clipped_dp_gd", spy)
+    rng = np.random.default_rng(5)
+    for n, avg, floor in ((10_000, 0.25, 0.4), (9_999, 0.5, 0.25)):
+        X = rng.standard_t(3, size=(n, 3))
+        y = X @ np.ones(3) + rng.standard_t(3, size=n)
+        m = HeavyTailedLinearRegression(epsilon=1.0, delta=1e-8, random_state=0)
+        m.fit(X, y)
+        assert seen[-1] == avg
+        s2 = m.feature_scale_**2
+        p = m._make_plan(n, 4, m._budget(1), SquaredLoss()).gd.clip_fraction
+        base = practical_step_size(1.0, p)
+        assert m.step_sizes_[0] == pytest.approx(max(base, floor) / s2)
+        fixed = HeavyTailedLinearRegression(
+            epsilon=1.0, delta=1e-8, max_iter=100, random_state=0
+        ).fit(X, y)
+        assert seen[-1] == 0.5
+        pf = fixed._make_plan(n, 4, fixed._budget(1), SquaredLoss()).gd.clip_fraction
+        assert fixed.step_sizes_[0] == pytest.approx(
+            practical_step_size(1.0, pf) / fixed.feature_scale_**2
+        )
+        given = HeavyTailedLinearRegression(
+            epsilon=1.0, delta=1e-8, step_size=0.3, random_state=0
+        ).fit(X, y)
+        assert given.step_sizes_[0] == 0.3
 
 
 def test_inf_epsilon_matches_linear_regression_with_the_large_n_rule():

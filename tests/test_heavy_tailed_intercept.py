@@ -82,3 +82,40 @@ def test_no_noise_gives_the_exact_mean_residual():
     shift, R = intercept_shift(r, make_intercept_plan(np.inf), np.random.default_rng(0))
     assert shift == pytest.approx(r.mean(), rel=1e-12)
     assert R >= r.max()
+
+
+def test_shrink_shift_is_post_processing_of_the_releases():
+    from skdp.solvers.heavy_tailed.intercept import shrink_shift
+
+    plan = make_intercept_plan(0.05)
+    n = 100_000
+    r = np.random.default_rng(3).standard_t(3, size=n)
+    rng = np.random.default_rng(4)
+    shift, R = intercept_shift(r, plan, rng)
+    state = rng.bit_generator.state
+    out = shrink_shift(shift, R, plan, n)
+    assert rng.bit_generator.state == state  # draws nothing
+    assert abs(out) <= abs(shift) and out * shift >= 0
+    # no noise: the shift is the exact mean residual, left alone
+    exact = make_intercept_plan(np.inf)
+    assert shrink_shift(0.01, 3.0, exact, n) == 0.01
+
+
+def test_shrink_shift_drops_noise_and_keeps_a_skew_bias():
+    from skdp.solvers.heavy_tailed.intercept import shrink_shift
+
+    plan = make_intercept_plan(0.05)
+    n = 40_000
+    kept, dropped = [], []
+    for seed in range(20):
+        g = np.random.default_rng(seed)
+        sym = g.standard_t(3, size=n)  # mean 0: the shift is noise
+        s, R = intercept_shift(sym, plan, g)
+        dropped.append((s, shrink_shift(s, R, plan, n)))
+        skew = g.exponential(size=n) - np.log(2)  # mean 1 - log 2 ~ 0.31
+        s, R = intercept_shift(skew, plan, g)
+        kept.append(shrink_shift(s, R, plan, n) / s)
+    raw = np.array([s for s, _ in dropped])
+    shrunk = np.array([t for _, t in dropped])
+    assert np.mean(shrunk**2) < 0.6 * np.mean(raw**2)
+    assert min(kept) > 0.9

@@ -470,3 +470,28 @@ def test_quantile_target_floor():
     assert bounds.tail_fraction(0.0, 100_000, 21, t) == 0.0
     big = bounds.QuantileTarget(min_fraction=0.9)
     assert bounds.tail_fraction(1.0, 100_000, 21, big) == 0.7
+
+
+def test_clipped_dp_gd_average_from_averages_the_stated_tail():
+    # noise-free, fixed clip: runs of T' steps are prefixes of the run of T
+    # steps, so their last iterates are the run's iterates; averaging from
+    # floor(a T) must be their mean
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = X @ np.array([1.0, -2.0, 0.5]) + rng.standard_t(3, size=400)
+
+    def run(T, a):
+        plan = gd.make_full_batch_plan(np.inf, 400, 3, T, adaptive_clip=False)
+        res = gd.clipped_dp_gd(
+            X, y, SquaredLoss(), plan, rng, step_size=0.1, clip=1.0, average_from=a
+        )
+        return res.coef
+
+    T, a = 10, 0.3
+    last = [run(k, (k - 0.5) / k) for k in range(1, T + 1)]  # w_1 .. w_T
+    first = math.floor(a * T)  # iterates after steps first + 1 .. T
+    assert np.allclose(run(T, a), np.mean(last[first:], axis=0), rtol=1e-12)
+    assert np.allclose(run(T, 0.5), np.mean(last[T // 2 :], axis=0), rtol=1e-12)
+    assert not np.allclose(run(T, a), run(T, 0.5))
+    with pytest.raises(ValueError):
+        run(T, 1.0)

@@ -110,3 +110,58 @@ def test_the_layer_check_sees_an_upward_import(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE_ROOT", fake_root)
     found = list(_upward_imports(bad))
     assert found == ["skdp/solvers/bad.py:2 imports skdp.linear_model"]
+
+
+# -- benchmarks: the public API or skdp._testing --------------------------------------
+
+BENCHMARKS_ROOT = PACKAGE_ROOT.parent / "benchmarks"
+
+#: Benchmark folders already held to the rule (issue 19); the others still
+#: import solver internals for studies of their design.
+PUBLIC_ONLY_BENCHMARKS = ("privacy", "pipeline", "model_selection", "sparse")
+
+
+def _private_skdp_imports(path):
+    """skdp modules ``path`` imports that are neither public nor ``skdp._testing``."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] != "skdp" or parts[1:2] == ["_testing"]:
+                continue
+            if parts[1:2] == ["solvers"] or any(p.startswith("_") for p in parts[1:]):
+                yield f"{path.name}:{node.lineno} imports {name}"
+
+
+def _benchmark_paths():
+    return sorted(
+        p
+        for folder in PUBLIC_ONLY_BENCHMARKS
+        for p in (BENCHMARKS_ROOT / folder).glob("*.py")
+    )
+
+
+@pytest.mark.skipif(
+    not BENCHMARKS_ROOT.is_dir(), reason="benchmarks/ not in this checkout"
+)
+@pytest.mark.parametrize("path", _benchmark_paths(), ids=lambda p: p.name)
+def test_benchmarks_use_the_public_api_or_testing(path):
+    assert list(_private_skdp_imports(path)) == []
+
+
+def test_the_benchmark_check_sees_a_private_import(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "from skdp.privacy._mechanisms import _scaled_noise\n"
+        "import skdp.solvers.sampling\n"
+        "from skdp._testing.internals import scaled_noise\n"
+        "from skdp.privacy import Budget\n"
+    )
+    found = [line.split(" imports ")[1] for line in _private_skdp_imports(bad)]
+    assert found == ["skdp.privacy._mechanisms", "skdp.solvers.sampling"]

@@ -8,8 +8,8 @@ from scipy.special import expit
 from scipy.stats import norm
 from sklearn.linear_model import LogisticRegression
 
-import skdp.fairness._minimax_fair as mf_module
 import skdp.solvers.saddle_point.gda as gda_module
+import skdp.solvers.saddle_point.plan as mf_module
 from skdp import MinimaxFairClassifier, PrivacyAccountant
 from skdp.privacy import (
     ComposedDpEvent,
@@ -348,7 +348,17 @@ def test_schedule_rule_is_continuous_and_noisy_at_finite_budgets():
         )
     z50 = calibrate_gaussian(50.0, 1e-6, mf_module._GDA_MAX_ITER)
     assert z50 >= mf_module._GDA_NOISELESS_Z
-    assert mf_module.gda_schedule(0.0, multinomial=True)["noiseless_share"] == 0.0
+    # multinomial: its own step and clip factors, on the same share u; the
+    # dual constants stay noisy
+    multi = mf_module.gda_schedule(0.0, multinomial=True)
+    multi_noisy = mf_module.gda_schedule(mf_module._GDA_NOISELESS_Z, True)
+    assert multi["noiseless_share"] == 1.0
+    assert multi_noisy["noiseless_share"] == 0.0
+    for key, value in mf_module._GDA_NOISELESS_MULTINOMIAL.items():
+        assert multi[key] == value
+        assert multi_noisy[key] == mf_module._GDA_MULTINOMIAL[key]
+    for key in ("dual_step", "dual_warmup"):
+        assert multi[key] == multi_noisy[key] == noisy[key]
     X, y, g = _groups_data(n=1000)
     clf = MinimaxFairClassifier(
         epsilon=50.0, groups=["a", "b", "c"], classes=[0, 1], random_state=0

@@ -273,7 +273,9 @@ def test_a_collapsed_scale_release_is_bounded_by_the_truncation_level(
     monkeypatch.setattr(mn, "feature_scale", lambda *a, **k: released)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(5000, 16))
-    plan = make_known_lipschitz_plan(1.0, 5000, 17 * 3, 30, feature_scale=True)
+    # a scale release noisy enough to go astray (n <= 64 z): the tight floor
+    plan = make_known_lipschitz_plan(0.3, 5000, 17 * 3, 30, feature_scale=True)
+    assert mn.scale_floor_factor(5000, plan.z_scale) == mn.SCALE_FLOOR_FACTOR
     s, T = mn._scales(X, np.linalg.norm(X, axis=1), plan, rng, None)
     ref = mn.gaussian_norm_median(16) / 4.0
     assert T / (mn.SCALE_FLOOR_FACTOR * 4.0) <= s <= T / ref * (1 + 1e-12)
@@ -281,6 +283,74 @@ def test_a_collapsed_scale_release_is_bounded_by_the_truncation_level(
         assert s > 0.1  # the true scale is 1: the floor undoes the collapse
     else:
         assert s < released / 1e3  # capped at the row-norm quantile (loose)
+
+
+def test_scale_floor_is_tight_only_where_the_release_can_go_astray():
+    from skdp.solvers.heavy_tailed.multinomial import (
+        FLOOR_RELIABLE_RATIO,
+        SCALE_FLOOR_FACTOR,
+        scale_floor_factor,
+    )
+
+    z = 90.0
+    assert scale_floor_factor(int(FLOOR_RELIABLE_RATIO * z), z) == SCALE_FLOOR_FACTOR
+    assert scale_floor_factor(100, z) == SCALE_FLOOR_FACTOR
+    # grows like n / z above the ratio, and is infinite without noise
+    big = scale_floor_factor(int(10 * FLOOR_RELIABLE_RATIO * z), z)
+    assert big == pytest.approx(10 * SCALE_FLOOR_FACTOR)
+    assert scale_floor_factor(100, 0.0) == np.inf
+
+
+def test_heavy_tailed_rows_keep_their_scale_without_noise():
+    # Student-t(3) rows: the largest norm (the truncation level at eps = inf)
+    # is far above 8 sqrt(d) times the feature scale; the old tight floor set
+    # s to T / (8 sqrt(d)), about 3x the median-RMS scale, and 30 steps then
+    # stopped short of the optimum
+    import skdp.solvers.heavy_tailed.multinomial as mn
+    from skdp.solvers.heavy_tailed.units import feature_scale
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_t(3, size=(20_000, 20)) / np.sqrt(3.0)
+    norms = np.linalg.norm(X, axis=1)
+    plan = make_known_lipschitz_plan(np.inf, 20_000, 21 * 5, 30, feature_scale=True)
+    s, T = mn._scales(X, norms, plan, rng, None)
+    raw = feature_scale(norms / np.sqrt(20), 20, 0.0, rng)
+    assert T == pytest.approx(norms.max(), rel=0.05)  # bisection grid
+    assert T / (mn.SCALE_FLOOR_FACTOR * np.sqrt(20)) > 1.5 * raw  # old floor bound
+    assert s == pytest.approx(raw)
+
+
+def test_multinomial_step_rule():
+    from skdp.solvers.heavy_tailed.gd import practical_step_size
+    from skdp.solvers.heavy_tailed.multinomial import (
+        MULTINOMIAL_CURVATURE,
+        MULTINOMIAL_STEP_BOOST,
+        multinomial_step_size,
+    )
+
+    full = 1.0 / MULTINOMIAL_CURVATURE
+    ps = np.linspace(0.0, 0.7, 50)
+    steps = np.array([multinomial_step_size(p) for p in ps])
+    assert steps[0] == full and np.all(steps <= full) and np.all(np.diff(steps) <= 0)
+    for p, st in zip(ps, steps):
+        binary = practical_step_size(MULTINOMIAL_CURVATURE, p)
+        assert st == pytest.approx(min(full, MULTINOMIAL_STEP_BOOST * binary))
+    assert steps[-1] >= 1.0  # never the binary rule's 1 / (8 L) under heavy clipping
+
+
+def test_heavily_clipped_multinomial_fit_takes_the_boosted_step():
+    # K = 10, n = 5000, eps = 1: a private clip search with a large clipped
+    # fraction; the step (in units of s**2) is the multinomial rule's, at
+    # least 1, not the binary rule's 0.3
+    from skdp.solvers.heavy_tailed.multinomial import multinomial_step_size
+
+    X, y = _multiclass(5000, d=10, K=10, seed=2, tails="t")
+    clf = HeavyTailedLogisticRegression(
+        epsilon=1.0, classes=range(10), random_state=0
+    ).fit(X, y)
+    assert np.ptp(clf.clip_thresholds_) > 0  # the clip level was searched
+    unit_step = clf.step_sizes_[0] * clf.feature_scale_**2
+    assert 1.0 <= unit_step < multinomial_step_size(0.0)
 
 
 def test_clipped_sum_is_silent_for_subnormal_probabilities():

@@ -21,6 +21,7 @@ from skdp.preprocessing._bounds import bounds_event, estimate_bounds
 from skdp.preprocessing._imputer import private_observed_mean
 from skdp.preprocessing._moments import moments_sensitivity, private_moments
 from skdp.privacy import (
+    Budget,
     ComposedDpEvent,
     GaussianDpEvent,
     NonPrivateDpEvent,
@@ -122,7 +123,8 @@ def test_observed_mean_coupled_runs_sensitivity():
 def test_bound_quantiles_are_the_declared_event():
     X, _, _ = _data(n=5000)
     sc = StandardScaler(epsilon=1.0, delta=1e-6, random_state=0).fit(X)
-    eps_q = 0.3 * 1.0 / (2 * 3)
+    # default estimation_share=0.3 of mu**2, over 2 d = 6 quantiles
+    eps_q = Budget.from_target(1.0, 1e-6, margin=False).mu * math.sqrt(0.3 / 6)
     plan = sc.privacy_plan_
     assert plan.events[0] == bounds_event(eps_q, 3)
     assert plan.events[0].events == [PureDpEvent(eps_q)] * 6
@@ -173,6 +175,34 @@ def test_standard_scaler_estimated_bounds_accounting():
         sc.privacy_plan_.events[1].noise_multiplier
         > alone.privacy_plan_.noise_multiplier
     )
+
+
+@pytest.mark.parametrize("share", [0.05, 0.3, 0.8])
+def test_standard_scaler_estimation_share_is_a_share_of_mu_squared(share):
+    # The unit of every skdp estimator (issue 19): the 2 d quantiles take
+    # ``share`` of the GDP budget's mu**2, each at mu sqrt(share / (2 d)) (the
+    # same zCDP cost), and the Gaussian is calibrated exactly to the rest.
+    X, _, _ = _data(n=20_000)
+    d = X.shape[1]
+    sc = StandardScaler(
+        epsilon=4.0, delta=1e-6, estimation_share=share, random_state=0
+    ).fit(X)
+    quantiles, gaussian = sc.privacy_plan_.events
+    mu = Budget.from_target(4.0, 1e-6, margin=False).mu
+    assert len(quantiles.events) == 2 * d
+    for q in quantiles.events:
+        assert isinstance(q, PureDpEvent)
+        assert q.epsilon == pytest.approx(mu * math.sqrt(share / (2 * d)), rel=1e-12)
+    assert sum(q.epsilon**2 for q in quantiles.events) == pytest.approx(
+        share * mu**2, rel=1e-12
+    )
+    eps = certify_epsilon(sc.privacy_plan_, 1e-6)
+    assert 0.99 * 4.0 <= eps <= 4.0 + 1e-9
+    # a larger share leaves the Gaussian less: more noise on the moments
+    other = StandardScaler(
+        epsilon=4.0, delta=1e-6, estimation_share=share / 2, random_state=0
+    ).fit(X)
+    assert gaussian.noise_multiplier > other.privacy_plan_.events[1].noise_multiplier
 
 
 def test_free_steps_cost_nothing():
@@ -281,6 +311,41 @@ def test_one_hot_encoder_refuses_to_infer_categories():
         OneHotEncoder().fit([["a"], ["b"]])
     with pytest.raises(ValueError):
         OneHotEncoder(categories=[["a"]], handle_unknown="error").fit([["b"]])
+
+
+def test_one_hot_encoder_error_does_not_echo_the_undeclared_value():
+    # handle_unknown="error" reveals that some record holds an undeclared
+    # value (documented); scikit-learn's message would also publish the value
+    X = np.array([["a"]] * 20 + [["secret-42"]])
+    enc = OneHotEncoder(categories=[["a", "b"]], handle_unknown="error")
+    with pytest.raises(ValueError, match="outside the declared categories") as info:
+        enc.fit(X)
+    for exc in (info.value, info.value.__cause__, info.value.__context__):
+        assert exc is None or "secret" not in str(exc)
+    enc.fit(X[:20])
+    with pytest.raises(ValueError, match="outside the declared categories") as info:
+        enc.transform(X)
+    for exc in (info.value, info.value.__cause__, info.value.__context__):
+        assert exc is None or "secret" not in str(exc)
+
+
+def test_one_hot_encoder_error_check_is_accounted_as_non_private():
+    # The fit's success or its error tells whether some record holds an
+    # undeclared value (no noise): neighbouring datasets that differ in that
+    # one record are told apart with certainty, so no finite epsilon holds.
+    X = np.array([["a"]] * 20 + [["b"]])
+    enc = OneHotEncoder(categories=[["a", "b"]], handle_unknown="error").fit(X)
+    assert enc.privacy_spent_[0] == math.inf
+    ignore = OneHotEncoder(categories=[["a", "b"]]).fit(X)
+    assert ignore.privacy_spent_ == (0.0, 0.0)
+    acc = PrivacyAccountant(epsilon=1.0, delta=1e-5)
+    with pytest.raises(BudgetExceededError):
+        OneHotEncoder(
+            categories=[["a", "b"]], handle_unknown="error", accountant=acc
+        ).fit(X)
+    assert acc.spent_epsilon == 0.0  # refused before anything was read
+    OneHotEncoder(categories=[["a", "b"]], accountant=acc).fit(X)
+    assert acc.spent_epsilon == 0.0
 
 
 @pytest.mark.parametrize("strategy", ["mean", "constant"])

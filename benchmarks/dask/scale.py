@@ -92,6 +92,12 @@ def _reset_peak():
         pass
 
 
+def _cpu_seconds():
+    """User + system CPU time of this process so far (all its threads)."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
 def _rss_gb():
     try:
         with open("/proc/self/status") as f:
@@ -110,10 +116,10 @@ def numpy_fit(n, chunk, seed, name="bilevel"):
     y = np.concatenate([p[1] for p in parts])
     del parts
     _warm_up()  # numba kernels loaded before the timed part (as on the workers)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu_seconds()
     est = _make(name).fit(X, y)
-    fit = time.perf_counter() - t0
-    return {"fit": fit, "rss": _rss_gb(), "coef": est.coef_.tolist()}
+    fit, cpu = time.perf_counter() - t0, _cpu_seconds() - c0
+    return {"fit": fit, "cpu": cpu, "rss": _rss_gb(), "coef": est.coef_.tolist()}
 
 
 def _warm_up():
@@ -162,17 +168,27 @@ def dask_fit(n, chunk, seed, workers, name="bilevel"):
             distributed.wait([X, y])
         client.run(_reset_peak)
         _reset_peak()
+
+        def cpu_now():  # (driver + scheduler, sum over the worker processes)
+            return _cpu_seconds(), sum(client.run(_cpu_seconds).values())
+
+        c0 = cpu_now()
         t0 = time.perf_counter()
         X.sum().compute()
         gen = time.perf_counter() - t0
+        c1 = cpu_now()
         t0 = time.perf_counter()
         est = _make(name).fit(X, y)
         fit = time.perf_counter() - t0
+        c2 = cpu_now()
         rss = client.run(_rss_gb)
     cluster.close()
     return {
         "fit": fit,
         "gen": gen,
+        "gen_cpu": (c1[0] - c0[0]) + (c1[1] - c0[1]),
+        "cpu_driver": c2[0] - c1[0],
+        "cpu_workers": c2[1] - c1[1],
         "rss": max(rss.values()),
         "driver_rss": _rss_gb(),
         "coef": est.coef_.tolist(),
@@ -242,11 +258,17 @@ def _write(rows, args):
             else "reads the rows persisted on the workers before the timed fit "
             "(generation not timed, as for numpy). "
         )
-        + "`ratio` = dask fit / numpy fit.",
+        + "`ratio` = dask fit / numpy fit. CPU columns are user + system CPU "
+        "seconds (`resource.getrusage`): numpy's of its process during the fit; "
+        "dask's of the driver (which hosts the scheduler) plus all worker "
+        "processes during the fit (`cpu/1e6`: per 10^6 rows), and `gen cpu` of "
+        "the generation-only pass. On a shared machine CPU time, unlike wall "
+        "time, does not grow with other jobs' load.",
         "",
-        "| n | numpy fit | numpy RSS | workers | dask fit | gen | s/1e6 | ratio "
+        "| n | numpy fit | numpy cpu | numpy RSS | workers | dask fit | gen "
+        "| s/1e6 | ratio | dask cpu (driver + workers) | cpu/1e6 | gen cpu "
         "| worker RSS | driver RSS | max abs coef diff |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         npy = row.get("numpy")
@@ -255,12 +277,17 @@ def _write(rows, args):
             diff = None
             if npy is not None:
                 diff = float(np.max(np.abs(np.subtract(npy["coef"], r["coef"]))))
+            cpu = r.get("cpu_driver", np.nan) + r.get("cpu_workers", np.nan)
             lines.append(
                 f"| {row['n']:.0e} | {_fmt(npy and npy['fit'])} "
+                f"| {_fmt(npy and npy.get('cpu'))} "
                 f"| {_fmt(npy and npy['rss'])} | {w} | {r['fit']:.2f} "
                 f"| {r['gen']:.2f} | {r['fit'] / row['n'] * 1e6:.3f} "
-                f"| {_fmt(npy and r['fit'] / npy['fit'])} | {r['rss']:.2f} "
-                f"| {r['driver_rss']:.2f} | {_fmt(diff, '.1e')} |"
+                f"| {_fmt(npy and r['fit'] / npy['fit'])} "
+                f"| {cpu:.1f} ({r.get('cpu_driver', np.nan):.1f} + "
+                f"{r.get('cpu_workers', np.nan):.1f}) "
+                f"| {cpu / row['n'] * 1e6:.3f} | {_fmt(r.get('gen_cpu'), '.1f')} "
+                f"| {r['rss']:.2f} | {r['driver_rss']:.2f} | {_fmt(diff, '.1e')} |"
             )
     suffix = "" if args.estimator == "bilevel" else f"_{args.estimator}"
     name = f"dask_scale{suffix}_quick.md" if args.quick else f"dask_scale{suffix}.md"

@@ -20,16 +20,28 @@ stratified 75/25 splits (one per repetition); synthetic K = 5, d = 20,
 Student-t(3) features (unit scale), ``y = argmax(x W* + b* + Gumbel)`` with
 ``W*`` fixed, n in {1e4, 1e5} training rows and 50,000 test rows.
 
-Also: a 200-seed study on digits at epsilon = 1 (every fit of the default
-estimator against the worst fixed-clip multinomial DP-GD), and a sparse row:
-a bag-of-words CSR matrix (n = 1e5, d = 1e4, 0.1% non-zero, synthetic),
-wall time and tracemalloc peak of each gradient-based estimator's fit.
+Each split or training replicate is fitted with ``--seeds-per-split``
+seeds (the same seeds for skdp and the baselines), so a cell averages
+splits x seeds runs. The "old rules" column refits the default estimator
+with the previous multinomial rules (fixed feature-scale floor factor 8, the
+binary step rule) in the same process: a paired comparison.
 
-Usage: ``python -m benchmarks.heavy_tailed.multiclass [--quick] [--reps R] [--seeds S]``.
-Writes ``benchmarks/results/multiclass[_quick].md`` and ``..._raw.json``.
+Also: a 200-seed study on digits at epsilon = 1 (every fit of the default
+estimator against the worst fixed-clip multinomial DP-GD); held-out tasks on
+which no constant was chosen (``--part heldout``: breast_cancer through the
+multinomial solver with K = 2, digits at n = 500, two synthetic tasks); the
+non-private limit against sklearn's unpenalised multinomial optimum and the
+old-vs-new rules (``--part rules``); and a sparse row: a bag-of-words CSR
+matrix (n = 1e5, d = 1e4, 0.1% non-zero, synthetic), wall time and
+tracemalloc peak of each gradient-based estimator's fit.
+
+Usage: ``python -m benchmarks.heavy_tailed.multiclass [--quick] [--part P]
+[--reps R] [--seeds-per-split S] [--eps 1] [--ns 10000] [--no-ovr-gd]``.
+Writes ``benchmarks/results/multiclass[_quick][_part].md`` and ``..._raw.json``.
 """
 
 import argparse
+import contextlib
 import json
 import math
 import time
@@ -46,6 +58,7 @@ from benchmarks._common import RESULTS
 from skdp import HeavyTailedLinearRegression, HeavyTailedLogisticRegression
 from skdp.losses import LogisticLoss
 from skdp.privacy import calibrate_gaussian, gaussian_noise
+from skdp.solvers.heavy_tailed.gd import practical_step_size
 from skdp.solvers.heavy_tailed.kernels import clipped_gradient_sum
 from skdp.solvers.heavy_tailed.multinomial import clipped_multinomial_gradient_sum
 from skdp.utils import safe_row_norms
@@ -59,6 +72,25 @@ EPSILONS = (0.5, 1.0, 2.0, 5.0)
 WINE_SCALE = np.array(
     [15.0, 6.0, 3.5, 30.0, 170.0, 4.0, 5.0, 0.7, 3.6, 13.0, 1.8, 4.0, 1700.0]
 )
+
+
+# -- the previous rules, for a paired comparison in the same process -----------------
+@contextlib.contextmanager
+def old_rules():
+    """The multinomial rules before this round: a fixed feature-scale floor
+    factor of 8 and the binary step rule (:func:`practical_step_size`)."""
+    import skdp.linear_model._heavy_tailed as ht
+    import skdp.solvers.heavy_tailed.multinomial as mn
+
+    floor, step = mn.scale_floor_factor, ht.multinomial_step_size
+    mn.scale_floor_factor = lambda n, z: mn.SCALE_FLOOR_FACTOR
+    ht.multinomial_step_size = lambda p: practical_step_size(
+        mn.MULTINOMIAL_CURVATURE, p
+    )
+    try:
+        yield
+    finally:
+        mn.scale_floor_factor, ht.multinomial_step_size = floor, step
 
 
 # -- data ---------------------------------------------------------------------------
@@ -119,7 +151,7 @@ def acc_of(W, X, y):
     return float(np.mean(np.argmax(X @ W[:-1] + W[-1], axis=1) == y))
 
 
-def run_task(Xtr, ytr, Xte, yte, K, epsilons, seed, baselines=True):
+def run_task(Xtr, ytr, Xte, yte, K, epsilons, seed, baselines=True, ovr_gd=True):
     """Accuracies of every method on one split, one seed."""
     out = {}
     delta = len(Xtr) ** -1.1
@@ -138,12 +170,20 @@ def run_task(Xtr, ytr, Xte, yte, K, epsilons, seed, baselines=True):
                 ).fit(Xtr, ytr)
             row[f"skdp_{mc}"] = float(clf.score(Xte, yte))
             row[f"time_{mc}"] = time.perf_counter() - t0
+        with warnings.catch_warnings(), old_rules():
+            warnings.simplefilter("ignore")
+            clf = HeavyTailedLogisticRegression(
+                epsilon=eps, classes=range(K), random_state=seed
+            ).fit(Xtr, ytr)
+        row["skdp_old_rules"] = float(clf.score(Xte, yte))
         if baselines:
             for C in CLIPS:
                 for lr in LRS:
                     rng = np.random.default_rng(seed)
                     W = dp_gd_multinomial(Xtr, ytr, K, C, lr, eps, delta, rng)
                     row[f"gd_multi_C{C}_lr{lr}"] = acc_of(W, Xte, yte)
+                    if not ovr_gd:
+                        continue
                     rng = np.random.default_rng(seed)
                     W = dp_gd_ovr(Xtr, ytr, K, C, lr, eps, delta, rng)
                     row[f"gd_ovr_C{C}_lr{lr}"] = acc_of(W, Xte, yte)
@@ -157,9 +197,21 @@ def aggregate(runs, epsilons):
     for eps in epsilons:
         keys = runs[0][eps].keys()
         mean = {k: float(np.mean([r[eps][k] for r in runs])) for k in keys}
-        res = {k: mean[k] for k in ("skdp_multinomial", "skdp_ovr", "time_multinomial")}
+        res = {
+            k: mean[k]
+            for k in (
+                "skdp_multinomial",
+                "skdp_ovr",
+                "time_multinomial",
+                "skdp_old_rules",
+            )
+        }
         res["skdp_multinomial_min"] = float(
             np.min([r[eps]["skdp_multinomial"] for r in runs])
+        )
+        # standard error of the mean over runs (splits x seeds)
+        res["skdp_multinomial_se"] = float(
+            np.std([r[eps]["skdp_multinomial"] for r in runs]) / math.sqrt(len(runs))
         )
         for fam in ("multi", "ovr"):
             cands = {k: v for k, v in mean.items() if k.startswith(f"gd_{fam}_")}
@@ -241,6 +293,158 @@ def digits_seeds(n_seeds, base_reps):
     return {"gd_by_clip": gd, "skdp": res, "seed_1014": seed_1014}
 
 
+# -- held-out tasks (not used to choose any constant) --------------------------------
+#: Public per-column scale of breast_cancer: rounded upper ends of each
+#: column's documented range (sklearn's description), as for wine.
+CANCER_SCALE = np.array(
+    [30, 40, 200, 2500, 0.2, 0.4, 0.5, 0.25, 0.35, 0.1, 3, 5, 25, 550, 0.035]
+    + [0.15, 0.4, 0.06, 0.08, 0.03, 40, 50, 260, 4300, 0.25, 1.1, 1.3, 0.3, 0.7, 0.21],
+    dtype=float,
+)
+
+
+def synthetic_k(K, d, n, rng):
+    """Held-out synthetic task: Student-t(3) features, ``K`` classes."""
+    W = np.random.default_rng(77 + K + d).normal(size=(d, K)) * 0.8 * math.sqrt(10 / d)
+    X = rng.standard_t(3, size=(n, d)) / math.sqrt(3.0)
+    return X, np.argmax(X @ W + rng.gumbel(size=(n, K)), axis=1)
+
+
+def heldout_splits(name, rep):
+    """Train/test split ``rep`` of a held-out task."""
+    if name == "breast_cancer (K=2)":
+        from sklearn.datasets import load_breast_cancer
+
+        X, y = load_breast_cancer(return_X_y=True)
+        return train_test_split(
+            X / CANCER_SCALE, y, stratify=y, test_size=0.25, random_state=rep
+        )
+    if name == "digits n=500":
+        X, y = real_data("digits")
+        return train_test_split(
+            X, y, stratify=y, train_size=500, random_state=100 + rep
+        )
+    K, d, n = (7, 15, 5000) if name == "synthetic K=7 d=15 n=5000" else (3, 25, 1500)
+    Xtr, ytr = synthetic_k(K, d, n, np.random.default_rng(500 + rep))
+    Xte, yte = synthetic_k(K, d, 20_000, np.random.default_rng(9))
+    return Xtr, Xte, ytr, yte
+
+
+HELDOUT = (
+    "breast_cancer (K=2)",
+    "digits n=500",
+    "synthetic K=7 d=15 n=5000",
+    "synthetic K=3 d=25 n=1500",
+)
+
+
+def multinomial_accuracy(Xtr, ytr, Xte, yte, K, eps, seed):
+    """HeavyTailedLogisticRegression's multinomial solver, also for K = 2.
+
+    With two classes the estimator fits the binary model; the held-out
+    ``breast_cancer`` row runs the softmax path through the estimator's own
+    plan (``_fit_multinomial``) to test it on a task it was not tuned on.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = HeavyTailedLogisticRegression(
+            epsilon=eps, classes=range(K), random_state=seed
+        )
+        if K > 2:
+            return float(clf.fit(Xtr, ytr).score(Xte, yte))
+        clf.classes_, clf.n_features_in_ = np.arange(2), Xtr.shape[1]
+        w, _ = clf._fit_multinomial(Xtr, ytr.astype(np.int64), 2)
+    return acc_of(w, Xte, yte)
+
+
+def heldout(reps, seeds_per_split, eps=1.0):
+    out = {}
+    for name in HELDOUT:
+        runs = []
+        for rep in range(reps):
+            Xtr, Xte, ytr, yte = heldout_splits(name, rep)
+            K = int(max(ytr.max(), yte.max())) + 1
+            delta = len(Xtr) ** -1.1
+            for j in range(seeds_per_split):
+                seed = rep * seeds_per_split + j
+                row = {"skdp": multinomial_accuracy(Xtr, ytr, Xte, yte, K, eps, seed)}
+                with old_rules():
+                    row["old"] = multinomial_accuracy(Xtr, ytr, Xte, yte, K, eps, seed)
+                for C in CLIPS:
+                    for lr in LRS:
+                        W = dp_gd_multinomial(
+                            Xtr, ytr, K, C, lr, eps, delta, np.random.default_rng(seed)
+                        )
+                        row[f"gd_C{C}_lr{lr}"] = acc_of(W, Xte, yte)
+                runs.append(row)
+        mean = {k: float(np.mean([r[k] for r in runs])) for k in runs[0]}
+        gd = {k: v for k, v in mean.items() if k.startswith("gd_")}
+        best = max(gd, key=gd.get)
+        out[name] = {
+            "n_runs": len(runs),
+            "skdp": mean["skdp"],
+            "old": mean["old"],
+            "skdp_se": float(np.std([r["skdp"] for r in runs]) / math.sqrt(len(runs))),
+            "gd_best": gd[best],
+            "gd_best_cfg": best[3:],
+            "gd_worst_clip": min(
+                max(v for k, v in gd.items() if k.startswith(f"gd_C{C}_"))
+                for C in CLIPS
+            ),
+        }
+        print(name, "done", flush=True)
+    return out
+
+
+# -- the non-private limit and the rules of this round -------------------------------
+def _train_logloss(P, y):
+    return float(-np.mean(np.log(np.maximum(P[np.arange(len(y)), y], 1e-300))))
+
+
+def inf_gap(seeds):
+    """epsilon = inf against sklearn's multinomial optimum; old vs new rules."""
+    tasks = []
+    for name in ("iris", "wine", "digits"):
+        X, y = real_data(name)
+        Xtr, Xte, ytr, yte = train_test_split(
+            X, y, stratify=y, test_size=0.25, random_state=0
+        )
+        tasks.append((name, Xtr, Xte, ytr, yte))
+    Xte_s, yte_s = synthetic(50_000, np.random.default_rng(99))
+    for n in (10_000, 100_000):
+        Xtr, ytr = synthetic(n, np.random.default_rng(1000))
+        tasks.append((f"synthetic n={n}", Xtr, Xte_s, ytr, yte_s))
+    out = {}
+    for name, Xtr, Xte, ytr, yte in tasks:
+        K = int(ytr.max()) + 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = LogisticRegression(C=1e8, max_iter=5000).fit(Xtr, ytr)
+        row = {
+            "sklearn_acc": float(ref.score(Xte, yte)),
+            "sklearn_ll": _train_logloss(ref.predict_proba(Xtr), ytr),
+        }
+        for tag, rules in (("new", contextlib.nullcontext), ("old", old_rules)):
+            for eps in (np.inf, 1.0):
+                accs, lls, scales = [], [], []
+                for seed in range(1 if eps == np.inf else seeds):
+                    with warnings.catch_warnings(), rules():
+                        warnings.simplefilter("ignore")
+                        clf = HeavyTailedLogisticRegression(
+                            epsilon=eps, classes=range(K), random_state=seed
+                        ).fit(Xtr, ytr)
+                    accs.append(float(clf.score(Xte, yte)))
+                    lls.append(_train_logloss(clf.predict_proba(Xtr), ytr))
+                    scales.append(float(np.ravel(clf.feature_scale_)[0]))
+                key = f"{tag}_{'inf' if eps == np.inf else 'eps1'}"
+                row[key + "_acc"] = float(np.mean(accs))
+                row[key + "_ll"] = float(np.mean(lls))
+                row[key + "_scale"] = float(np.mean(scales))
+        out[name] = row
+        print(name, "done", flush=True)
+    return out
+
+
 # -- sparse row ---------------------------------------------------------------------
 def sparse_row(n, d, density, seed=0):
     rng = np.random.default_rng(seed)
@@ -300,17 +504,19 @@ def table(name, summary, epsilons):
     lines = [
         f"### {name} (non-private LogisticRegression: {fmt(summary['nonprivate'])})",
         "",
-        "| eps | skdp multinomial | skdp ovr | GD multi best (cfg) | GD multi C=0.1 | C=1 | C=10 "
-        "| GD ovr best | skdp multi - best GD multi | skdp multi min over reps |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| eps | skdp multinomial | old rules | skdp ovr | GD multi best (cfg) "
+        "| GD multi C=0.1 | C=1 | C=10 "
+        "| GD ovr best | skdp multi - best GD multi | skdp multi min over runs |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for eps in epsilons:
         r = summary[eps]
         lines.append(
-            f"| {eps} | {fmt(r['skdp_multinomial'])} | {fmt(r['skdp_ovr'])} | "
+            f"| {eps} | {fmt(r['skdp_multinomial'])} ± {fmt(r['skdp_multinomial_se'])} "
+            f"| {fmt(r['skdp_old_rules'])} | {fmt(r['skdp_ovr'])} | "
             f"{fmt(r['gd_multi_best'])} ({r['gd_multi_best_cfg'][9:]}) | "
             f"{fmt(r['gd_multi_C0.1'])} | {fmt(r['gd_multi_C1.0'])} | "
-            f"{fmt(r['gd_multi_C10.0'])} | {fmt(r['gd_ovr_best'])} | "
+            f"{fmt(r['gd_multi_C10.0'])} | {fmt(r.get('gd_ovr_best', math.nan))} | "
             f"{r['skdp_multinomial'] - r['gd_multi_best']:+.3f} | "
             f"{fmt(r['skdp_multinomial_min'])} |"
         )
@@ -343,6 +549,54 @@ def seeds_report(seeds):
     return out
 
 
+def heldout_report(held):
+    out = [
+        "## Held-out tasks at epsilon = 1 (no constant was chosen on them)\n",
+        "breast_cancer runs the multinomial solver with K = 2 (the estimator's "
+        "own plan, `_fit_multinomial`); columns scaled by public range constants. "
+        "digits: 500 training rows, the rest for test. Synthetic: Student-t(3) "
+        "features, 20,000 test rows. Best multinomial DP-GD over C in "
+        f"{CLIPS} and steps {LRS}, chosen in hindsight.\n",
+        "| task | runs | skdp multinomial | old rules | best GD multi (cfg) | "
+        "skdp - best | worst fixed-clip GD |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, r in held.items():
+        out.append(
+            f"| {name} | {r['n_runs']} | {fmt(r['skdp'])} ± {fmt(r['skdp_se'])} | "
+            f"{fmt(r['old'])} | "
+            f"{fmt(r['gd_best'])} ({r['gd_best_cfg']}) | "
+            f"{r['skdp'] - r['gd_best']:+.3f} | {fmt(r['gd_worst_clip'])} |"
+        )
+    return out + [""]
+
+
+def gap_report(gap):
+    out = [
+        "## The non-private limit and the rules of this round\n",
+        "Default estimator (30 steps) at epsilon = inf against sklearn's "
+        "unpenalised multinomial `LogisticRegression(C=1e8)`: test accuracy and "
+        "train log-loss; then epsilon = 1 (mean over seeds). 'new': this round's "
+        "rules (feature-scale floor factor `scale_floor_factor(n, z)`, tight only "
+        "where the scale release can go astray, none without noise; step "
+        "`multinomial_step_size`); 'old': the fixed floor factor 8 and the binary "
+        "step rule, run in the same process on the same data. `s` is the released "
+        "feature scale.\n",
+        "| task | sklearn acc / train ll | inf new: acc / ll / s | inf old: acc / ll / s "
+        "| eps=1 new: acc / s | eps=1 old: acc / s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, r in gap.items():
+        out.append(
+            f"| {name} | {fmt(r['sklearn_acc'])} / {fmt(r['sklearn_ll'])} | "
+            f"{fmt(r['new_inf_acc'])} / {fmt(r['new_inf_ll'])} / {r['new_inf_scale']:.3g} | "
+            f"{fmt(r['old_inf_acc'])} / {fmt(r['old_inf_ll'])} / {r['old_inf_scale']:.3g} | "
+            f"{fmt(r['new_eps1_acc'])} / {r['new_eps1_scale']:.3g} | "
+            f"{fmt(r['old_eps1_acc'])} / {r['old_eps1_scale']:.3g} |"
+        )
+    return out + [""]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
@@ -355,14 +609,30 @@ def main():
     )
     parser.add_argument(
         "--part",
-        choices=("all", "real", "synthetic", "seeds", "sparse"),
+        choices=("all", "real", "synthetic", "seeds", "sparse", "heldout", "rules"),
         default="all",
         help="run one part (each writes its own results file)",
     )
+    parser.add_argument(
+        "--seeds-per-split",
+        type=int,
+        default=None,
+        help="seeds per split / replicate (every cell averages reps x seeds runs)",
+    )
+    parser.add_argument("--eps", type=str, default=None, help="e.g. 1 or 0.5,1,2,5")
+    parser.add_argument(
+        "--no-ovr-gd", action="store_true", help="skip the one-vs-rest DP-GD baseline"
+    )
     args = parser.parse_args()
     parts = (
-        ("real", "synthetic", "seeds", "sparse") if args.part == "all" else (args.part,)
+        ("real", "synthetic", "seeds", "sparse", "heldout", "rules")
+        if args.part == "all"
+        else (args.part,)
     )
+    global EPSILONS
+    if args.eps:
+        EPSILONS = tuple(float(v) for v in args.eps.split(","))
+    per_split = args.seeds_per_split or (1 if args.quick else 2)
     reps = args.reps or (2 if args.quick else 5)
     syn_reps = args.syn_reps or (1 if args.quick else 2)
     if args.lrs:
@@ -382,7 +652,13 @@ def main():
             Xtr, Xte, ytr, yte = train_test_split(
                 X, y, stratify=y, test_size=0.25, random_state=rep
             )
-            runs.append(run_task(Xtr, ytr, Xte, yte, K, EPSILONS, seed=rep))
+            for j in range(per_split):
+                seed = rep * per_split + j
+                runs.append(
+                    run_task(
+                        Xtr, ytr, Xte, yte, K, EPSILONS, seed, ovr_gd=not args.no_ovr_gd
+                    )
+                )
         summaries[name] = aggregate(runs, EPSILONS)
         raw[name] = runs
         print(name, "done", round(time.perf_counter() - t_start), "s", flush=True)
@@ -392,12 +668,22 @@ def main():
         runs = []
         for rep in range(syn_reps):
             Xtr, ytr = synthetic(n, np.random.default_rng(1000 + rep))
-            runs.append(run_task(Xtr, ytr, Xte, yte, 5, EPSILONS, seed=rep))
+            for j in range(per_split):
+                seed = rep * per_split + j
+                runs.append(
+                    run_task(
+                        Xtr, ytr, Xte, yte, 5, EPSILONS, seed, ovr_gd=not args.no_ovr_gd
+                    )
+                )
         key = f"synthetic n={n}"
         summaries[key] = aggregate(runs, EPSILONS)
         raw[key] = runs
         print(key, "done", round(time.perf_counter() - t_start), "s", flush=True)
-    seeds = sparse = None
+    seeds = sparse = held = gap = None
+    if "heldout" in parts:
+        held = heldout(reps, per_split)
+    if "rules" in parts:
+        gap = inf_gap(per_split * (2 if args.quick else 5))
     if "seeds" in parts:
         seeds = digits_seeds(n_seeds, base_reps=5)
         print("seeds done", round(time.perf_counter() - t_start), "s", flush=True)
@@ -420,10 +706,17 @@ def main():
         f"{' --part ' + args.part if args.part != 'all' else ''}"
         f"{' --ns ' + args.ns if args.ns else ''}"
         f"{' --syn-reps ' + str(args.syn_reps) if args.syn_reps else ''}"
-        f"{' --lrs ' + args.lrs if args.lrs else ''}` "
+        f"{' --lrs ' + args.lrs if args.lrs else ''}"
+        f"{' --seeds-per-split ' + str(args.seeds_per_split) if args.seeds_per_split else ''}"
+        f"{' --eps ' + args.eps if args.eps else ''}"
+        f"{' --no-ovr-gd' if args.no_ovr_gd else ''}` "
         f"({elapsed / 60:.1f} min on a shared 2-core machine). "
-        f"Real data: {reps} stratified 75/25 splits (seed = split); synthetic: "
-        f"{syn_reps} training replicates, one 50,000-row test set. "
+        f"Real data: {reps} stratified 75/25 splits; synthetic: "
+        f"{syn_reps} training replicates, one 50,000-row test set; "
+        f"{per_split} seeds per split or replicate (the same seeds for skdp and "
+        "the DP-GD baselines), so each cell averages "
+        f"{reps * per_split} (real) / {syn_reps * per_split} (synthetic) runs; "
+        "'±' is the standard error over runs. "
         "Mean test accuracy. DP-GD baselines: 100 full-batch steps, exact GDP "
         f"noise, step grid {LRS}; 'best' = best (C, step) in hindsight on the mean test accuracy; "
         "the per-C columns use the best step for that C.",
@@ -433,6 +726,10 @@ def main():
         out.append(table(name, summary, EPSILONS))
     if seeds:
         out.extend(seeds_report(seeds))
+    if held:
+        out.extend(heldout_report(held))
+    if gap:
+        out.extend(gap_report(gap))
     if sparse:
         out.append("## Sparse bag-of-words CSR (n = 1e5, d = 1e4, 0.1% non-zero)\n")
         out.append(
@@ -448,7 +745,13 @@ def main():
     (RESULTS / f"multiclass{tag}.md").write_text("\n".join(out) + "\n")
     (RESULTS / f"multiclass{tag}_raw.json").write_text(
         json.dumps(
-            {"summaries": summaries, "seeds": seeds, "sparse": sparse},
+            {
+                "summaries": summaries,
+                "seeds": seeds,
+                "sparse": sparse,
+                "heldout": held,
+                "inf_gap": gap,
+            },
             default=str,
             indent=1,
         )

@@ -5,9 +5,11 @@ Run ``PYTHONPATH=. nice -n 10 python -m benchmarks.heavy_tailed.rule
 
 Each configuration fits ``HeavyTailedLinearRegression(epsilon=1,
 delta=min(1e-6, 1/n**2))``: the default ``max_iter="auto"`` (30 steps below
-n = 1e4; from n = 1e4 on, 100 steps, at least 30% of the per-sample
-gradients clipped, at most 0.3% of the rows truncated and a private
-intercept correction on 4% of ``mu**2``),
+n = 1e4; from n = 1e4 on, 100 steps, at least 40% of the per-sample
+gradients clipped, a step of at least 0.4 / curvature, the iterates from
+step 25 on averaged, at most 0.3% of the rows truncated and a private
+intercept correction on 4% of ``mu**2``, shrunk by its standard error;
+``benchmarks/heavy_tailed/lift.py``),
 the previous default (``auto`` with 100 steps and the clip target
 ``p = min(0.7, 6 z sqrt(d) / n)`` from n = 1e4 on, no correction), and
 fixed ``max_iter=T`` with the clip target
@@ -82,6 +84,8 @@ def fit(X, y, delta, seed, config):
         m = HeavyTailedLinearRegression(epsilon=1.0, delta=delta, random_state=seed)
         m._large_n_target = DEFAULT_TARGET
         m._intercept_share = lambda n, loss: 0.0
+        m._large_n_average_from = 0.5
+        m._large_n_step_floor = None
         return m.fit(X, y)
     T, scale, floor = config
     # an explicit max_iter uses the module's DEFAULT_TARGET: patch it

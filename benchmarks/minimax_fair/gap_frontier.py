@@ -9,7 +9,7 @@ this script measures on Adult (sex x race by default)
 - the worst-group test log-loss at epsilon = 1 over ``--seeds`` paired seeds,
   and its median paired ratio to the current default on the same seeds.
 
-Variants patch the module constants of ``skdp.fairness._minimax_fair`` for
+Variants patch the module constants of ``skdp.solvers.saddle_point.plan`` for
 the duration of one fit (a development harness, not an API). Usage
 (PYTHONPATH at the repository root)::
 
@@ -30,7 +30,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-import skdp.fairness._minimax_fair as mf
+import skdp.solvers.saddle_point.plan as mf
 from benchmarks.minimax_fair.main import RESULTS, certified_gap, evaluate, load_task
 from skdp import MinimaxFairClassifier
 

@@ -2,7 +2,7 @@
 
 A lighter companion of ``minimax_fair_gap_frontier.py --gap-only``: one fit
 at ``epsilon=np.inf`` (seed 0, default ``max_iter``) per JSON dictionary of
-module constants of ``skdp.fairness._minimax_fair`` (patched for that fit
+module constants of ``skdp.solvers.saddle_point.plan`` (patched for that fit
 only), and its certified gap. Usage (PYTHONPATH at the repository root, run
 from ``benchmarks/``)::
 

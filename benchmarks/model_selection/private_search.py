@@ -55,9 +55,8 @@ from sklearn.metrics import log_loss, mean_squared_error
 import benchmarks._common.fair_data as fair_data
 from benchmarks._common import RESULTS, adult_dir
 from skdp import BilevelRidge, HeavyTailedLogisticRegression, MinimaxFairClassifier
+from skdp._testing.internals import check_generator, noisy_validation_loss, probe_plan
 from skdp.model_selection import PrivateSearchCV
-from skdp.model_selection._plan import probe_plan
-from skdp.model_selection._scoring import noisy_validation_loss
 from skdp.privacy import (
     ComposedDpEvent,
     GaussianDpEvent,
@@ -65,7 +64,6 @@ from skdp.privacy import (
     certify_epsilon,
     gdp_mu,
 )
-from skdp.utils._validation import check_generator
 
 EPSILONS = (1.0, 2.0, 5.0)
 VALIDATION_FRACTION = 0.25

@@ -20,7 +20,7 @@ from sklearn.base import clone, is_classifier
 from benchmarks._common import RESULTS
 from skdp._testing.audit_configs import CANARY_TARGET, audit_cases
 from skdp._testing.estimator_checks import public_estimators
-from skdp.privacy._mechanisms import _scaled_noise
+from skdp._testing.internals import scaled_noise
 from skdp.privacy.audit import audit_estimator, label_flip_canary
 
 
@@ -52,7 +52,7 @@ def run(n_fits, epsilons, control_factor, seed):
             print(name, eps, f"{res.epsilon_lower_bound:.3f}", flush=True)
         est = clone(base).set_params(epsilon=1.0, **params)
         t0 = time.perf_counter()
-        with _scaled_noise(1.0 / control_factor):
+        with scaled_noise(1.0 / control_factor):
             res = audit_estimator(est, X, y_out, y_in, n_fits=n_fits, random_state=seed)
         rows.append(
             (

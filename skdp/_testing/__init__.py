@@ -10,4 +10,7 @@ skdp imports it.
   with small fast parameters (``FAST_PARAMS``);
 - :mod:`~skdp._testing.pin`: pinned-output configurations and their
   regeneration command, ``python -m skdp._testing.pin --write``.
+- :mod:`~skdp._testing.internals`: the internals benchmarks drive directly
+  (the audit's ``scaled_noise``, the search's ``probe_plan``), re-exported so
+  that scripts import no private module.
 """

@@ -6,9 +6,10 @@ stacked statistic (per-group weighted clipped gradient sums and per-group
 clipped loss sums) is summed chunk by chunk on the workers
 (:func:`~skdp.solvers._distributed.record_sum`), and the group counts of the
 prior estimate likewise; only those sums reach the driver, where all noise is
-drawn from the estimator's generator. Needs a public ``feature_norm``,
-declared ``classes`` and declared groups (reading a set from the data is
-not distributed), and ``center=False``.
+drawn from the estimator's generator. A private ``feature_norm`` estimate
+(the exponential-mechanism quantile of the row norms) counts its public
+cells per chunk likewise. Needs declared ``classes`` and declared groups
+(reading a set from the data is not distributed), and ``center=False``.
 """
 
 import math
@@ -19,8 +20,17 @@ from ..privacy import (
     Budget,
     gaussian_noise,
     noisy_histogram_event,
+    private_quantile_event,
+    reachable_quantile_level,
 )
-from ..solvers._distributed import as_dask_xy, persist_records, reject_dask
+from ..privacy._mechanisms import NORM_BOUND_QUANTILE, NORM_BOUND_RANGE
+from ..solvers._distributed import (
+    as_dask_xy,
+    map_rows,
+    persist_records,
+    private_quantile_on_workers,
+    reject_dask,
+)
 from ..utils._sparse import append_constant_column, clip_rows_any, row_norms
 from ._groups import encode_groups
 
@@ -33,8 +43,9 @@ def _check_supported(est, X, sensitive_features):
         reject_dask(X, f"MinimaxFairClassifier(solver={est.solver!r})")
     if est.center:
         reject_dask(X, "MinimaxFairClassifier(center=True)")
-    if est.feature_norm is None:
-        reject_dask(X, "MinimaxFairClassifier(feature_norm=None)")
+    if est.feature_norm is None and np.isinf(est.epsilon):
+        # the exact quantile (no noise) is not distributed
+        reject_dask(X, "MinimaxFairClassifier(feature_norm=None, epsilon=inf)")
     if est.classes is None:
         raise ValueError(
             "MinimaxFairClassifier on dask input needs the public `classes=[...]`: "
@@ -50,7 +61,8 @@ def _check_supported(est, X, sensitive_features):
 
 
 def _label_codes(block, classes, binary):
-    known = np.isin(block, classes)
+    # one flag per chunk reaches the driver, not one per record
+    known = bool(np.isin(block, classes).all())
     if binary:
         return np.where(block == classes[1], 1.0, -1.0), known
     return np.searchsorted(classes, block).astype(np.intp), known
@@ -113,7 +125,7 @@ def _validated_records(est, X, y, sensitive_features, labels, classes):
     flags = dask.compute(finite, known, in_groups)
     if not flags[0]:
         raise ValueError("Input X contains NaN or infinity.")
-    if not all(bool(np.all(f)) for f in flags[1]):
+    if not all(flags[1]):
         raise ValueError(
             f"y contains labels not in the declared classes {classes.tolist()}."
         )
@@ -139,7 +151,7 @@ def fit_minimax_on_dask(est, X, y, sensitive_features=None):
     -------
     est
     """
-    from . import _minimax_fair as mf
+    from ..solvers.saddle_point.run import run_minimax
 
     _check_supported(est, X, sensitive_features)
     if sensitive_features is not None and not hasattr(
@@ -172,22 +184,36 @@ def fit_minimax_on_dask(est, X, y, sensitive_features=None):
             "min_group_prior must be positive when the group priors are "
             "estimated (group_priors=None)."
         )
-    n_estimates = int(needs_priors)
+    needs_norm = est.feature_norm is None
+    n_estimates = int(needs_norm) + int(needs_priors)
     estimate = Budget.from_target(eps, delta, margin=False).share(
         est.estimation_share, max(n_estimates, 1)
     )
+    share = estimate.mu
     fixed = []
+    if needs_norm:
+        fixed.append(private_quantile_event(share))
     if needs_priors:
         z_hist = estimate.noise_multiplier()
         fixed.append(noisy_histogram_event(z_hist))
-    n_steps, z, plan = mf._gda_plan(eps, delta, fixed, est.max_iter)
+    plan = est._plan(n, int(X.shape[1]), m, classes.size, delta, needs_priors)
+    n_steps = plan.n_releases
     est._progress(
         f"solver='gda' on dask: {n_steps} noisy releases"
         + (f", {n_estimates} private estimate(s)" if n_estimates else "")
     )
-    est._spend(plan)
+    est._spend(plan.event)
 
-    feature_norm = float(est.feature_norm)
+    if needs_norm:
+        # the numpy path's private_norm_bound: its exponential mechanism's
+        # cell counts summed over chunks, the draws on the driver
+        norms = map_rows(row_norms, X, width=0)
+        level = reachable_quantile_level(n, share, NORM_BOUND_QUANTILE)
+        feature_norm = private_quantile_on_workers(
+            norms, level, share, bounds=NORM_BOUND_RANGE, rng=rng, log_scale=True
+        )
+    else:
+        feature_norm = float(est.feature_norm)
     if needs_priors:
         # exact counts summed over chunks; the noise of noisy_histogram, drawn
         # on the driver from the same generator
@@ -212,11 +238,7 @@ def fit_minimax_on_dask(est, X, y, sensitive_features=None):
         dtype=np.float64,
     )
     Xa = persist_records(Xa)  # clipped once, kept on the workers
-    loss_bound = float(np.logaddexp(0.0, est.radius * bound))
-    est._run_gda(
-        Xa, y_code, codes, priors, bound, loss_bound, n_steps, z, rng,
-        n_classes=classes.size,
-    )  # fmt: skip
-    est._record_privacy(plan)
-    est._set_fitted(labels, classes, priors, feature_norm, None, c0)
+    result = run_minimax(Xa, y_code, codes, priors, bound, plan, rng)
+    est._record_privacy(plan.event)
+    est._set_fitted(result, plan, labels, classes, priors, feature_norm, None)
     return est

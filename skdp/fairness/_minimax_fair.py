@@ -1,6 +1,5 @@
 """MinimaxFairClassifier: private group-DRO logistic regression."""
 
-import math
 import warnings
 from numbers import Integral, Real
 
@@ -12,127 +11,15 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from ..base import PrivateClassifierMixin, PrivateEstimatorMixin
 from ..exceptions import warn_inferred_set
-from ..privacy import (
-    Budget,
-    ComposedDpEvent,
-    GaussianDpEvent,
-    NonPrivateDpEvent,
-    NoOpDpEvent,
-    SelfComposedDpEvent,
-    calibrate_gaussian,
-    noisy_histogram,
-    noisy_histogram_event,
-    private_norm_bound,
-    private_quantile_event,
-    private_row_mean,
-)
 from ..solvers._distributed import is_dask_collection, lazy_rows
-from ..solvers.heavy_tailed.multinomial import MULTINOMIAL_CURVATURE
-from ..solvers.saddle_point.dispatch import (
-    calibrate_schedule,
-    saddle_point_schedule,
-    schedule_event,
-    solve_saddle_point,
-)
-from ..solvers.saddle_point.gda import group_dro_gda
-from ..solvers.saddle_point.group_dro import GroupDROLogistic
-from ..solvers.saddle_point.nseg import nseg_step_size
-from ..utils import (
-    safe_row_norms,
-    uncenter_intercept,
-)
-from ..utils._sparse import (
-    append_constant_column,
-    clip_rows_any,
-    is_sparse,
-    reject_sparse,
-    row_norms,
-)
+from ..solvers.saddle_point.plan import plan_minimax
+from ..solvers.saddle_point.run import release_inputs, run_minimax
+from ..utils import uncenter_intercept
+from ..utils._sparse import is_sparse, reject_sparse
 from ._dask_fit import fit_minimax_on_dask
 from ._groups import encode_groups, inferred_group_labels, normalise_label
 
 __all__ = ["MinimaxFairClassifier"]
-
-# solver="gda" defaults (benchmarks/minimax_fair/main.py): steps, Nesterov
-# momentum, public cap on a record's loss in the risk estimates, share of the
-# loss block in the stacked release (lam * B = _GDA_LOSS_SHARE * C).
-_GDA_MAX_ITER = 100
-_GDA_MOMENTUM = 0.9
-_GDA_LOSS_CAP = 4.0 * math.log(2.0)
-_GDA_LOSS_SHARE = 0.5
-_GDA_DUAL_STEP = 0.3
-_GDA_OPTIMISTIC = True
-_GDA_AVERAGE_FROM = 0.5
-_GDA_DUAL_WARMUP = 0.3
-_GDA_CONFIDENCE = 1.0
-_GDA_RESTART = False
-_GDA_PRIMAL_AVERAGE_FROM = None
-_GDA_STEP_FACTOR = 1.0
-# Public schedule rule continuous in the per-step noise multiplier z (issue
-# 20, round 4; benchmarks/results/minimax_fair_gap_frontier_*_round4.md):
-# with u = max(0, 1 - z / _GDA_NOISELESS_Z) every binary schedule constant
-# is (1 - u) * its noisy value above + u * its noiseless value below. The
-# noisy schedule (small steps, long averaging) averages out the noise; without
-# noise the larger steps and the last primal iterate close the duality gap at
-# the same max_iter. z depends only on epsilon, delta, max_iter and the plan.
-_GDA_NOISELESS_Z = 1.0
-_GDA_NOISELESS = {
-    "step_factor": 3.0,
-    "dual_step": 1.0,
-    "primal_average_from": 0.99,
-    "dual_warmup": 0.1,
-}
-
-
-def gda_schedule(noise_multiplier, multinomial=False):
-    """Schedule constants of ``solver="gda"`` for a noise multiplier (public).
-
-    The constants move continuously from the noisy schedule (``_GDA_*``) to
-    the noiseless one (``_GDA_NOISELESS``) as ``z`` falls from
-    ``_GDA_NOISELESS_Z`` to 0, by the share ``u = max(0, 1 - z /
-    _GDA_NOISELESS_Z)``. ``z`` is computed from the public budget and plan
-    only, so the rule is post-processing-free public information. The
-    multinomial schedule keeps its noisy constants (``u = 0``, not measured).
-
-    Parameters
-    ----------
-    noise_multiplier : float
-        ``z`` of every step (``0`` at ``epsilon=np.inf``).
-    multinomial : bool, default=False
-        Whether the multinomial loss is fitted.
-
-    Returns
-    -------
-    dict
-        ``step_factor``, ``dual_step``, ``primal_average_from``,
-        ``dual_warmup`` and the share ``noiseless_share`` (``u``).
-
-    Examples
-    --------
-    >>> gda_schedule(0.0)["step_factor"]
-    3.0
-    >>> gda_schedule(50.0)["noiseless_share"]
-    0.0
-    """
-    z = float(noise_multiplier)
-    u = 0.0 if multinomial else max(0.0, 1.0 - z / _GDA_NOISELESS_Z)
-    noisy = {
-        "step_factor": _GDA_STEP_FACTOR,
-        "dual_step": _GDA_DUAL_STEP,
-        "primal_average_from": (
-            _GDA_AVERAGE_FROM
-            if _GDA_PRIMAL_AVERAGE_FROM is None
-            else _GDA_PRIMAL_AVERAGE_FROM
-        ),
-        "dual_warmup": _GDA_DUAL_WARMUP,
-    }
-    if u == 0.0:
-        out = dict(noisy)
-        out["primal_average_from"] = _GDA_PRIMAL_AVERAGE_FROM  # as before
-    else:
-        out = {k: (1.0 - u) * v + u * _GDA_NOISELESS[k] for k, v in noisy.items()}
-    out["noiseless_share"] = u
-    return out
 
 
 class MinimaxFairClassifier(
@@ -152,7 +39,9 @@ class MinimaxFairClassifier(
     logistic regression. With more than two classes the group risks use the
     multinomial (softmax) loss, the coefficients form a ``(n_features + 1)
     x n_classes`` matrix in a Frobenius ball of ``radius``, and each record's
-    whole gradient matrix is clipped at once (``solver="gda"`` only).
+    whole gradient matrix is clipped at once (``solver="gda"`` only; at 0.7
+    row bounds when noisy, a public rule of the noise multiplier, see the
+    user guide).
 
     Privacy: ``(epsilon, delta)``-DP for replacing one record (features,
     label and group together), ``n`` public. The released outputs are the
@@ -257,8 +146,8 @@ class MinimaxFairClassifier(
     step_scale : float, default=1.0
         Multiplier of the theory step size (``gamma`` of NSEG, ``1/lambda``
         of NISPP, ``4 / bound**2`` of ``"gda"``, itself times 1 to 3 by the
-        schedule rule as ``z`` falls from 1 to 0). Choosing it on the private
-        data costs privacy.
+        schedule rule as ``z`` falls from 1 to 0; ``3 / (0.5 bound**2)`` for
+        the multinomial loss). Choosing it on the private data costs privacy.
     dual_scale : float or None, default=None
         Rescaling ``c`` of the group weights (``q = c r``): the dual step is
         ``c**2`` times the primal one. ``None`` uses ``feature_bound /
@@ -586,259 +475,83 @@ class MinimaxFairClassifier(
         _check_sparse(X, self.solver, self.center)
         y = column_or_1d(y, warn=True)
         n = X.shape[0]
-        classes, y_pm = self._validate_labels(y)
+        classes, y_code = self._validate_labels(y)
         labels, codes, priors = self._validate_groups(sensitive_features, n)
         m = len(labels)
 
-        # Public plan: what is estimated, the batch schedule, the noise.
+        # Public plan: what is estimated, the solver's schedule, the noise.
         delta, rng = self._begin_private_fit(n)
-        eps = float(self.epsilon)
-        needs_norm = self.feature_norm is None
-        needs_priors = priors is None and m > 1
-        if needs_priors and self.min_group_prior <= 0:
+        if priors is None and m > 1 and self.min_group_prior <= 0:
             # A noisy count can be <= 0: without a floor the prior could be 0.
             raise ValueError(
                 "min_group_prior must be positive when the group priors are "
                 "estimated (group_priors=None)."
             )
-        n_estimates = int(needs_norm) + int(needs_priors) + int(self.center)
-        # Each estimate takes its part of estimation_share of mu**2 (GDP):
-        # a Gaussian one is released at that GDP parameter; the pure-DP
-        # quantile gets epsilon = its mu (the same zCDP cost). The solver's
-        # noise is then calibrated exactly to what is left.
-        estimate = Budget.from_target(eps, delta, margin=False).share(
-            self.estimation_share, max(n_estimates, 1)
-        )
-        share = estimate.mu
-        z_est = estimate.noise_multiplier()
-        gda = self.solver == "gda"
-        fixed = []
-        if needs_norm:
-            fixed.append(private_quantile_event(share))
-        if needs_priors:
-            z_hist = z_est
-            fixed.append(noisy_histogram_event(z_hist))
-        if self.center:
-            z_center = z_est
-            fixed.append(GaussianDpEvent(z_center))
-        fixed_event = ComposedDpEvent(fixed) if fixed else NoOpDpEvent()
-        p = X.shape[1] + int(self.fit_intercept)
-        if gda:
-            n_steps, z, plan = _gda_plan(eps, delta, fixed, self.max_iter)
-        else:
-            schedule = saddle_point_schedule(
-                self.solver,
-                self.sampling,
-                n,
-                dim=p + m,
-                epsilon=eps,
-                delta=delta,
-                batch_size=self.batch_size,
-                max_iter=self.max_iter,
-            )
-            z = calibrate_schedule(schedule, eps, delta, fixed_event)
-            plan = schedule_event(schedule, z, fixed_event)
+        plan = self._plan(n, X.shape[1], m, classes.size, delta, priors is None)
         self._progress(
-            f"solver={self.solver!r}: {n_steps if gda else schedule.n_releases} "
-            "noisy releases"
-            + (f", {n_estimates} private estimate(s)" if n_estimates else "")
+            f"solver={self.solver!r}: {plan.n_releases} noisy releases"
+            + (f", {len(plan.estimates)} private estimate(s)" if plan.estimates else "")
         )
-        self._spend(plan)
-
-        # Public quantities estimated privately (the only other noise).
-        norms = row_norms(X)
-        if needs_norm:
-            # level lowered when n * share is too small to reach it (public)
-            feature_norm = private_norm_bound(norms, share, rng=rng)
-        else:
-            feature_norm = float(self.feature_norm)
-        if needs_priors:
-            counts = noisy_histogram(codes, np.arange(m), z_hist, rng=rng)
-            priors = np.maximum(counts, 0.0) / n
-        elif priors is None:
-            priors = np.ones(1)
-        priors = np.maximum(priors, self.min_group_prior)  # > 0, checked above
-        center = None
-        if self.center:
-            center = private_row_mean(
-                X, feature_norm, z_center, rng=rng, row_norms=norms
-            )
-            X = X - center
-            norms = safe_row_norms(X)
-
-        # Clip the augmented rows: rows inside the bound are unchanged, the
-        # others are scaled, which keeps the sign of every prediction.
-        c0 = float(self.intercept_scaling) if self.fit_intercept else 0.0
-        bound = math.hypot(feature_norm, c0)
-        if self.fit_intercept:
-            Xa = append_constant_column(X, c0)
-            Xa = clip_rows_any(Xa, bound, np.hypot(norms, c0))
-        else:
-            Xa = clip_rows_any(X, bound, norms)
-        loss_bound = float(np.logaddexp(0.0, self.radius * bound))
-        if gda:
-            self._run_gda(
-                Xa, y_pm, codes, priors, bound, loss_bound, n_steps, z, rng,
-                n_classes=classes.size,
-            )  # fmt: skip
-            self._record_privacy(plan)
-            self._set_fitted(labels, classes, priors, feature_norm, center, c0)
-            return self
-        dual_scale = (
-            bound / loss_bound if self.dual_scale is None else float(self.dual_scale)
+        self._spend(plan.event)
+        inputs = release_inputs(
+            X, codes, plan, rng, feature_norm=self.feature_norm, priors=priors
         )
-        operator = GroupDROLogistic(
-            Xa,
-            y_pm,
-            codes,
-            priors,
-            radius=self.radius,
-            feature_bound=bound,
-            dual_scale=dual_scale,
+        result = run_minimax(
+            inputs.rows, y_code, codes, inputs.priors, inputs.bound, plan, rng
         )
-        # Step rule: Theorem 2's optimal NSEG step with two measured changes
-        # (benchmarks/minimax_fair/main.py): the typical operator size of a
-        # unit-weight record instead of the worst case M, and the noise counted
-        # at twice its standard deviation. NISPP uses lambda = 1 / step. The
-        # rule is public and affects utility only, never privacy.
-        noise = 2.0 * z * 2.0 * operator.M / schedule.normalizer
-        if self.solver == "nseg":
-            step = {
-                "step_size": nseg_step_size(
-                    operator.M_step,
-                    operator.L_step,
-                    operator.D,
-                    operator.dim,
-                    noise,
-                    schedule.n_releases // 2,
-                    self.step_scale,
-                )
-            }
-        else:
-            # 1 / lambda is NISPP's step; Thm 5's L^2 D^2 term (inexactness)
-            # made it ten times too small in measurements, and the implicit
-            # step needs no Lipschitz cap, so the NSEG rule is used uncapped.
-            step = {
-                "prox": 1.0
-                / nseg_step_size(
-                    operator.M_step,
-                    0.0,
-                    operator.D,
-                    operator.dim,
-                    noise,
-                    schedule.n_releases,
-                    self.step_scale,
-                )
-            }
-        result = solve_saddle_point(
-            self.solver,
-            operator,
-            operator.domain,
-            schedule,
-            M=operator.M,
-            L=operator.L,
-            noise_multiplier=z,
-            rng=rng,
-            **step,
+        self._record_privacy(plan.event)
+        self._set_fitted(
+            result,
+            plan,
+            labels,
+            classes,
+            inputs.priors,
+            inputs.feature_norm,
+            inputs.center,
         )
-        self._record_privacy(plan)
-
-        self._solution_, q = operator.split(result.solution)
-        self.group_weights_ = np.clip(q, 0.0, None)
-        self._set_fitted(labels, classes, priors, feature_norm, center, c0)
-        self.n_iter_ = int(result.n_iter)
-        self.noise_std_ = float(result.info.get("max_noise_std", result.noise_std))
-        relaxed = result.info.get("relaxed_steps", 0)
-        if relaxed:
+        if result.relaxed_steps:
             # A function of public inputs only: the public batch-size bound and
             # the released iterates, never a realised batch size.
             warnings.warn(
                 f"NISPP raised its accuracy target, and the noise with it, on "
-                f"{relaxed} of {result.n_iter} steps: float64 cannot certify it "
-                f"for batches of up to {result.info['batch_size_bound']} records "
-                "(a public bound on the batch size). Privacy is unchanged; a "
-                "smaller batch_size avoids it.",
+                f"{result.relaxed_steps} of {result.n_iter} steps: float64 cannot "
+                f"certify it for batches of up to {result.batch_size_bound} "
+                "records (a public bound on the batch size). Privacy is "
+                "unchanged; a smaller batch_size avoids it.",
                 UserWarning,
                 stacklevel=2,
             )
-        self.constants_ = {
-            "M": operator.M,
-            "L": operator.L,
-            "D": operator.D,
-            "dim": operator.dim,
-            "dual_scale": dual_scale,
-            "step_size": result.step_size,
-            "batch_size": schedule.batch_size,
-            "sampling": schedule.sampling,
-            "noise_multiplier": z,
-        }
         return self
 
-    def _run_gda(
-        self, Xa, y_pm, codes, priors, bound, loss_bound, n_steps, z, rng, n_classes=2
-    ):
-        """Full-batch noisy descent-ascent (``solver="gda"``) on clipped rows."""
-        multinomial = n_classes > 2
-        if multinomial:
-            # ||x (p - e_y)^T|| <= sqrt(2) bound: per-record gradients fit (the
-            # Frobenius clip of the whole d x K gradient never binds, so
-            # epsilon=inf is the unclipped multinomial objective).
-            clip = math.sqrt(2.0) * bound
-            # Losses are capped at a public multiple of the loss at W = 0.
-            loss_cap = _GDA_LOSS_CAP * math.log(n_classes) / math.log(2.0)
-            # 1 / smoothness bound: the softmax Hessian is at most 1/2.
-            primal_step = self.step_scale / (MULTINOMIAL_CURVATURE * bound**2)
-        else:
-            clip = bound  # |l'| <= 1 and ||x|| <= bound: per-record gradients fit
-            loss_cap = min(loss_bound, _GDA_LOSS_CAP)
-        schedule = gda_schedule(z, multinomial=multinomial)
-        if not multinomial:
-            # 1 / smoothness bound times the schedule's factor (1 when noisy)
-            primal_step = self.step_scale * schedule["step_factor"] * 4.0 / bound**2
-        loss_factor = _GDA_LOSS_SHARE * clip / loss_cap if priors.size > 1 else 0.0
-        dual_step = schedule["dual_step"] if self.dual_step is None else self.dual_step
-        result = group_dro_gda(
-            Xa,
-            y_pm,
-            codes,
-            priors,
+    def _plan(self, n, n_features, n_groups, n_classes, delta, estimate_priors):
+        """The fit's public plan (:func:`~skdp.solvers.saddle_point.plan.plan_minimax`)."""
+        return plan_minimax(
+            self.epsilon,
+            delta,
+            n,
+            n_features,
+            n_groups,
+            n_classes,
+            solver=self.solver,
+            estimate_norm=self.feature_norm is None,
+            estimate_priors=estimate_priors,
+            center=self.center,
+            estimation_share=self.estimation_share,
+            max_iter=self.max_iter,
+            sampling=self.sampling,
+            batch_size=self.batch_size,
             radius=self.radius,
-            clip=clip,
-            loss_bound=loss_cap,
-            loss_factor=loss_factor,
-            n_steps=n_steps,
-            noise_multiplier=z,
-            primal_step=primal_step,
-            dual_step=float(dual_step),
-            rng=rng,
-            momentum=_GDA_MOMENTUM,
-            optimistic=_GDA_OPTIMISTIC,
-            average_from=_GDA_AVERAGE_FROM,
-            dual_warmup=schedule["dual_warmup"],
-            confidence=_GDA_CONFIDENCE,
-            restart=_GDA_RESTART,
-            primal_average_from=schedule["primal_average_from"],
-            n_classes=n_classes if multinomial else None,
+            step_scale=self.step_scale,
+            dual_scale=self.dual_scale,
+            dual_step=self.dual_step,
+            min_group_prior=self.min_group_prior,
+            fit_intercept=self.fit_intercept,
+            intercept_scaling=self.intercept_scaling,
         )
-        self._solution_ = result.coef
-        self.group_weights_ = result.weights
-        self.n_iter_ = int(result.n_iter)
-        self.noise_std_ = float(result.noise_stds.max())
-        self.constants_ = {
-            "clip": clip,
-            "loss_bound": loss_cap,
-            "loss_factor": loss_factor,
-            "step_size": primal_step,
-            "dual_step": float(dual_step),
-            "momentum": _GDA_MOMENTUM,
-            "noise_multiplier": z,
-            "noiseless_share": schedule["noiseless_share"],
-        }
 
-    def _set_fitted(self, labels, classes, priors, feature_norm, center, c0):
-        """Coefficients and group attributes from the solver's primal point."""
-        w = self._solution_
-        del self._solution_
+    def _set_fitted(self, result, plan, labels, classes, priors, feature_norm, center):
+        """Fitted attributes from a :class:`~skdp.solvers.saddle_point.run.MinimaxResult`."""
+        w, c0 = result.coef, plan.intercept_scaling
         if w.ndim == 2:  # multinomial: (p, K) -> coef_ (K, d), intercept_ (K,)
             if self.fit_intercept:
                 self.coef_ = w[:-1].T.copy()
@@ -862,8 +575,12 @@ class MinimaxFairClassifier(
         self.groups_ = np.empty(len(labels), dtype=object)
         self.groups_[:] = labels
         self.group_priors_ = priors
+        self.group_weights_ = result.weights
         self.feature_norm_ = float(feature_norm)
         self.center_ = center
+        self.n_iter_ = result.n_iter
+        self.noise_std_ = result.noise_std
+        self.constants_ = result.constants
 
     # -- prediction (no noise) -----------------------------------------------------
     def decision_function(self, X):
@@ -927,23 +644,3 @@ def _check_sparse(X, solver, center):
             "MinimaxFairClassifier(center=True) (centring makes the matrix dense)",
             'center=False with solver="gda"',
         )
-
-
-def _gda_plan(epsilon, delta, fixed, max_iter):
-    """Public plan of ``solver="gda"``: ``(n_steps, z, event)``.
-
-    ``n_steps`` full-batch releases at the noise multiplier ``z`` that meets
-    ``(epsilon, delta)`` together with the ``fixed`` estimation events.
-    """
-    fixed_event = ComposedDpEvent(fixed) if fixed else NoOpDpEvent()
-    n_steps = _GDA_MAX_ITER if max_iter is None else int(max_iter)
-    z = calibrate_gaussian(
-        epsilon, delta, n_steps, other_event=fixed_event if fixed else None
-    )
-    steps_event = (
-        SelfComposedDpEvent(GaussianDpEvent(z), n_steps)
-        if np.isfinite(epsilon)
-        else NonPrivateDpEvent()
-    )
-    plan = ComposedDpEvent([fixed_event, steps_event]) if fixed else steps_event
-    return n_steps, z, plan

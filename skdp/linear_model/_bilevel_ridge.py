@@ -54,7 +54,11 @@ from ..utils._sparse import (
     scale_any,
 )
 from ..utils._validation import resolve_delta
-from ._dask_fit import validate_dask_rows
+from ._dask_fit import (
+    check_budget_before_pass,
+    dask_rows_for_one_pass,
+    validate_dask_rows,
+)
 
 __all__ = ["BilevelRidge"]
 
@@ -753,7 +757,10 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         # range is re-expressed with it afterwards.
         settings = self._settings(n_train, self.feature_norm or 1.0)
         ridge_plan = plan_bilevel_ridge(settings, n_train, n_val, d, mu)
-        plan = self._spend_with_bounds(bounds_event, ridge_plan.event)
+        if is_dask_collection(X):  # charged after its one pass (nan/inf flags)
+            check_budget_before_pass(self, ridge_plan.event)  # public bounds
+        else:
+            plan = self._spend_with_bounds(bounds_event, ridge_plan.event)
 
         feature_norm, target_bound = self._bounds(X, y, eps_a, eps_b, rng)
         if self.feature_norm is None:
@@ -775,6 +782,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 s.intercept_scaling if s.fit_intercept else None,
                 labels=labels,
             )
+            plan = self._spend_with_bounds(bounds_event, ridge_plan.event)
             result = bilevel_ridge_from_statistics(exact_tr, exact_va, ridge_plan, rng)
         elif is_sparse(X):
             s = ridge_plan.settings
@@ -843,7 +851,10 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             )
         n, d = X.shape
         risk_plan = self._risk_plan(n, d, mu, self.feature_norm or 1.0)
-        plan = self._spend_with_bounds(bounds_event, risk_plan.event)
+        if is_dask_collection(X):  # charged after its one pass (nan/inf flags)
+            check_budget_before_pass(self, risk_plan.event)  # public bounds
+        else:
+            plan = self._spend_with_bounds(bounds_event, risk_plan.event)
 
         feature_norm, target_bound = self._bounds(X, y, eps_a, eps_b, rng)
         if self.feature_norm is None:
@@ -852,6 +863,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         if is_dask_collection(X):
             c = 1.0 if self.fit_intercept else None
             (exact,) = clipped_statistics(X, y, feature_norm, target_bound, c)
+            plan = self._spend_with_bounds(bounds_event, risk_plan.event)
             raw = release_exact(exact, risk_plan, rng)
             result = risk_estimate_from_release(raw, risk_plan, rng)
         elif is_sparse(X):
@@ -1052,11 +1064,8 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 "BilevelRidge on dask input needs public `feature_norm` and "
                 "`target_bound`: the private bound estimates are not distributed."
             )
-        X, y = as_dask_xy(X, y)
-        self.n_features_in_ = int(X.shape[1])
-        if hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        return X, y
+        # nan/inf refused from flags of the statistics pass, before the charge
+        return dask_rows_for_one_pass(self, X, y)
 
 
 def _sparse_statistics(X, y, feature_norm, target_bound, intercept_scaling):

@@ -6,16 +6,22 @@ and its reductions -- the private counts, the feature-scale release and the
 clipped gradient sum of every step -- are computed chunk by chunk on the
 workers by :mod:`skdp.solvers._distributed`; only those sums reach the
 driver, where all noise is drawn from the estimator's generator. Only the
-full-batch solver (``solver="known_lipschitz"``) without centring, and binary
-classification with declared ``classes``, run distributed.
+full-batch solver (``solver="known_lipschitz"``) without centring, and
+classification with declared ``classes`` (binary, or multinomial with the
+``d x K`` clipped softmax gradient sums taken per chunk), run distributed.
 """
 
 import numpy as np
 
 from ..losses import HuberLoss, LogisticLoss, SquaredLoss
-from ..solvers._distributed import as_dask_xy, reject_dask
+from ..solvers._distributed import as_dask_xy, check_budget_before_pass, reject_dask
 
-__all__ = ["fit_heavy_tailed_on_dask", "validate_dask_rows"]
+__all__ = [
+    "check_budget_before_pass",  # from solvers._distributed
+    "dask_rows_for_one_pass",
+    "fit_heavy_tailed_on_dask",
+    "validate_dask_rows",
+]
 
 
 def _check_supported(est, X):
@@ -31,8 +37,9 @@ def _check_supported(est, X):
                 "HeavyTailedLogisticRegression on dask input needs the public "
                 "`classes=[...]`: reading the labels from y is not distributed."
             )
-        if np.unique(np.asarray(est.classes)).size != 2:
-            reject_dask(X, "HeavyTailedLogisticRegression with more than two classes")
+        n_classes = np.unique(np.asarray(est.classes)).size
+        if n_classes > 2 and est.multi_class != "multinomial":
+            reject_dask(X, "HeavyTailedLogisticRegression(multi_class='ovr')")
 
 
 def validate_dask_rows(est, X, y, labels=False):
@@ -65,11 +72,36 @@ def validate_dask_rows(est, X, y, labels=False):
     else:
         checks.append(da.isfinite(y).all())
     finite, known = dask.compute(*checks)
-    if not finite:
+    if not finite or not (known or labels):
         raise ValueError("Input X or y contains NaN or infinity.")
     if not known:
         # Not echoed: the offending values would be a further release.
         raise ValueError("y contains labels that are not in `classes`.")
+    est.n_features_in_ = int(X.shape[1])
+    if hasattr(est, "feature_names_in_"):
+        del est.feature_names_in_
+    return X, y
+
+
+def dask_rows_for_one_pass(est, X, y):
+    """Dask rows for a fit that reads them once (no validation pass).
+
+    Only the public shapes and chunk sizes are read; ``nan``/``inf`` are
+    refused from flags computed in the same per-chunk pass as the exact sums
+    (:func:`~skdp.solvers._distributed.clipped_statistics`), before the plan
+    is charged (:func:`check_budget_before_pass`). Sets ``n_features_in_``.
+
+    Parameters
+    ----------
+    est : estimator
+    X : dask array or DataFrame of shape (n, d)
+    y : dask array or Series of shape (n,)
+
+    Returns
+    -------
+    X, y : dask.array.Array
+    """
+    X, y = as_dask_xy(X, y)
     est.n_features_in_ = int(X.shape[1])
     if hasattr(est, "feature_names_in_"):
         del est.feature_names_in_
@@ -100,6 +132,8 @@ def fit_heavy_tailed_on_dask(est, X, y):
     X, y = validate_dask_rows(est, X, y, labels=True)
     est.classes_ = np.unique(np.asarray(est.classes))
     est._softmax = False
+    if est.classes_.size > 2:
+        return _fit_multinomial(est, X, y)
     positive = est.classes_[1]
     target = y.map_blocks(
         lambda b: np.where(b == positive, 1.0, -1.0), dtype=np.float64
@@ -108,5 +142,28 @@ def fit_heavy_tailed_on_dask(est, X, y):
     coef, intercept = est._split_coef(w)
     est.coef_ = np.vstack([coef])
     est.intercept_ = np.asarray([intercept], dtype=np.float64)
+    est._set_info([info])
+    return est
+
+
+def _class_codes(block, classes):
+    return np.searchsorted(classes, block).astype(np.int64)
+
+
+def _fit_multinomial(est, X, y):
+    """The numpy path's multinomial fit (one softmax model) on dask rows.
+
+    The labels become class indices per chunk (declared classes, checked
+    before anything was spent); the solver's releases (feature scale,
+    truncation level, clip levels) count per chunk and every step's
+    ``d x K`` clipped gradient sum is summed per chunk on the workers
+    (:func:`~skdp.solvers._distributed.multinomial_gradient_sum_on_workers`).
+    """
+    labels = y.map_blocks(_class_codes, est.classes_, dtype=np.int64)
+    w, info = est._fit_multinomial(X, labels, est.classes_.size)
+    coef = w[:-1].T if est.fit_intercept else w.T
+    est.coef_ = np.ascontiguousarray(coef)
+    est.intercept_ = w[-1].copy() if est.fit_intercept else np.zeros(w.shape[1])
+    est._softmax = True
     est._set_info([info])
     return est

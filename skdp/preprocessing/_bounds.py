@@ -14,11 +14,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..privacy import (
+    Budget,
     ComposedDpEvent,
     private_quantile,
     private_quantile_event,
     reachable_quantile_level,
 )
+from ..solvers._distributed import is_dask_collection
 
 __all__ = [
     "check_bounds",
@@ -27,6 +29,8 @@ __all__ = [
     "saturate",
     "BOUNDS_CONSTRAINT",
     "QUANTILE_RANGE",
+    "quantile_epsilon",
+    "share_quantile_epsilon",
 ]
 
 #: Parameter constraint of a transformer's ``bounds`` (``None``: estimate them).
@@ -118,6 +122,38 @@ def quantile_epsilon(epsilon, share, n_features):
     return float(share) * float(epsilon) / (2 * max(int(n_features), 1))
 
 
+def share_quantile_epsilon(epsilon, delta, share, n_features):
+    """Pure epsilon of each bound quantile, from a share of the GDP budget.
+
+    The ``estimation_share`` unit of every skdp estimator: the fit's target
+    ``(epsilon, delta)`` is the GDP budget ``mu`` (:class:`skdp.privacy.Budget`)
+    and the ``2 * n_features`` quantiles take ``share`` of ``mu**2``, split
+    evenly. A pure step with ``epsilon_q`` costs ``epsilon_q**2 / 2`` in
+    zCDP, so each gets ``epsilon_q = mu sqrt(share / (2 n_features))``. This
+    only chooses how much noise; the accountant certifies the composition of
+    the quantiles and the rest of the fit exactly.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon of the fit, in (0, inf].
+    delta : float
+        Target delta of the fit.
+    share : float
+        Share of ``mu**2``, in (0, 1).
+    n_features : int
+
+    Returns
+    -------
+    float
+        ``inf`` when ``epsilon`` is ``inf``.
+    """
+    if math.isinf(epsilon):
+        return math.inf
+    budget = Budget.from_target(epsilon, delta, margin=False)
+    return budget.share(share, 2 * max(int(n_features), 1)).mu
+
+
 def bounds_event(epsilon_q, n_features):
     """Event of :func:`estimate_bounds`: ``2 * n_features`` pure releases.
 
@@ -133,7 +169,7 @@ def bounds_event(epsilon_q, n_features):
     return ComposedDpEvent([private_quantile_event(epsilon_q)] * (2 * n_features))
 
 
-def estimate_bounds(X, epsilon_q, rng):
+def estimate_bounds(X, epsilon_q, rng, before_noise=None):
     """Private per-column ``(lower, upper)``: low and high quantiles of each column.
 
     Each quantile is a release of :func:`skdp.privacy.private_quantile` on
@@ -150,11 +186,19 @@ def estimate_bounds(X, epsilon_q, rng):
     epsilon_q : float
         Pure epsilon of each quantile.
     rng : numpy.random.Generator
+    before_noise : callable, optional
+        Dask input: called once the cell counts are summed (their pass also
+        refuses ``nan``/``inf``), before the first draw (a one-pass dask fit
+        charges its plan there). Ignored for numpy input.
 
     Returns
     -------
     lower, upper : ndarray of shape (n_features,)
     """
+    if is_dask_collection(X):  # cell counts per chunk, draws on the driver
+        from ._dask_fit import estimate_bounds_on_workers
+
+        return estimate_bounds_on_workers(X, epsilon_q, rng, before_noise)
     n, d = X.shape
     level = reachable_quantile_level(n, epsilon_q, TARGET_LEVEL)
     if level < MIN_LEVEL:

@@ -1,6 +1,7 @@
 """Missing-value imputation by a constant (free) or a private mean."""
 
 import math
+from functools import partial
 from numbers import Real
 
 import numpy as np
@@ -20,10 +21,11 @@ from ..privacy import (
     calibrate_noise_multiplier,
     gaussian_mechanism,
 )
-from ..utils._sparse import as_float_columns
+from ..solvers._distributed import check_budget_before_pass, is_dask_collection
 from ._base import PrivateTransformerMixin
 from ._bounds import BOUNDS_CONSTRAINT
-from ._moments import clipped_unit_values, moments_sensitivity
+from ._dask_fit import lazy_transform, validate_dask_rows
+from ._moments import clipped_unit_values, moments_sensitivity, sparse_columns
 
 __all__ = ["SimpleImputer", "private_observed_mean"]
 
@@ -32,7 +34,7 @@ __all__ = ["SimpleImputer", "private_observed_mean"]
 _COUNT_WEIGHT = math.sqrt(0.75)
 
 
-def private_observed_mean(X, lower, upper, noise_multiplier, *, rng):
+def private_observed_mean(X, lower, upper, noise_multiplier, *, rng, before_noise=None):
     """Private mean of each column's observed (non-NaN) values, clipped to bounds.
 
     With ``u`` the clipped value mapped to ``[-1/2, 1/2]`` and ``o`` the
@@ -67,12 +69,18 @@ def private_observed_mean(X, lower, upper, noise_multiplier, *, rng):
     n, d = X.shape
     if sp.issparse(X):
         stat = _sparse_observed_statistic(X, lower, upper)
+    elif is_dask_collection(X):  # clipped and summed per chunk on the workers
+        from ._dask_fit import observed_sums_on_workers
+
+        stat = observed_sums_on_workers(X, lower, upper, _COUNT_WEIGHT)
     else:
         observed = ~np.isnan(X)
         U = np.where(observed, clipped_unit_values(np.nan_to_num(X), lower, upper), 0.0)
         stat = np.empty(2 * d)
         stat[0::2] = U.mean(axis=0)
         stat[1::2] = _COUNT_WEIGHT * observed.mean(axis=0)
+    if before_noise is not None:
+        before_noise()
     sens = moments_sensitivity(n, d)
     noisy = np.atleast_1d(gaussian_mechanism(stat, sens, noise_multiplier, rng=rng))
     frac = noisy[1::2] / _COUNT_WEIGHT
@@ -88,20 +96,14 @@ def _sparse_observed_statistic(X, lower, upper):
     Column sums over the stored entries plus ``n - nnz_j`` implicit zeros,
     each with the unit value of ``0`` clipped to the column's bounds.
     """
-    X = as_float_columns(X)  # duplicates summed: one value per record and column
+    X, cols, lower, upper, implicit, u_zero = sparse_columns(X, lower, upper)
     n, d = X.shape
-    lower = np.broadcast_to(np.asarray(lower, dtype=float), (d,))
-    upper = np.broadcast_to(np.asarray(upper, dtype=float), (d,))
-    counts = np.diff(X.indptr)
-    cols = np.repeat(np.arange(d), counts)
     missing = np.isnan(X.data)
     u_data = np.where(
         missing,
         0.0,
         clipped_unit_values(np.nan_to_num(X.data), lower[cols], upper[cols]),
     )
-    u_zero = clipped_unit_values(np.zeros(d), lower, upper)
-    implicit = n - counts
     stat = np.empty(2 * d)
     with np.errstate(all="ignore"):
         stat[0::2] = (np.bincount(cols, u_data, minlength=d) + implicit * u_zero) / n
@@ -227,13 +229,20 @@ class SimpleImputer(
         -------
         self : SimpleImputer
         """
-        X = validate_data(
-            self,
-            X,
-            dtype=np.float64,
-            ensure_all_finite="allow-nan",
-            accept_sparse=["csr", "csc"],
-        )
+        if is_dask_collection(X):  # sums per chunk on the workers (._dask_fit)
+            # mean: inf refused from flags of the sums' pass, then charged
+            one_pass = self.strategy == "mean"
+            X = validate_dask_rows(
+                self, X, allow_nan=True, needs_bounds=False, read=not one_pass
+            )
+        else:
+            X = validate_data(
+                self,
+                X,
+                dtype=np.float64,
+                ensure_all_finite="allow-nan",
+                accept_sparse=["csr", "csc"],
+            )
         n, d = X.shape
         if self.strategy == "mean" and self.bounds is None:
             raise ValueError(
@@ -247,11 +256,18 @@ class SimpleImputer(
         else:
             z = calibrate_noise_multiplier(GaussianDpEvent, self.epsilon, delta)
             plan = self._plan_or_free(GaussianDpEvent(z))
-        self._spend(plan)  # before any data is read
+        charge = None
+        if is_dask_collection(X) and one_pass:
+            check_budget_before_pass(self, plan)
+            charge = partial(self._spend, plan)
+        else:
+            self._spend(plan)  # before any data is read
         if self.strategy == "constant":
             self.statistics_ = np.full(d, float(self.fill_value))
         else:
-            self.statistics_, _ = private_observed_mean(X, *declared, z, rng=rng)
+            self.statistics_, _ = private_observed_mean(
+                X, *declared, z, rng=rng, before_noise=charge
+            )
         self._record_privacy(plan)
         return self
 
@@ -267,6 +283,8 @@ class SimpleImputer(
         ndarray or sparse matrix of shape (n_samples, n_features)
             Sparse (the input's format) for sparse input.
         """
+        if is_dask_collection(X):  # lazy, per chunk on the workers
+            return lazy_transform(self.transform, X)
         X = self._validate_for_transform(
             X,
             "statistics_",

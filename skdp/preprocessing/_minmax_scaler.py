@@ -1,5 +1,6 @@
 """MinMaxScaler from public bounds (free) or privately estimated ones."""
 
+from functools import partial
 from numbers import Real
 
 import numpy as np
@@ -13,6 +14,7 @@ from sklearn.base import (
 from sklearn.utils.validation import validate_data
 
 from ..privacy import NoOpDpEvent
+from ..solvers._distributed import check_budget_before_pass, is_dask_collection
 from ._base import PrivateTransformerMixin
 from ._bounds import (
     BOUNDS_CONSTRAINT,
@@ -21,6 +23,7 @@ from ._bounds import (
     quantile_epsilon,
     saturate,
 )
+from ._dask_fit import lazy_transform, validate_dask_rows
 
 __all__ = ["MinMaxScaler"]
 
@@ -154,7 +157,10 @@ class MinMaxScaler(
                 f"feature_range must be (min, max) with min < max, got {self.feature_range!r}."
             )
         _reject_sparse(X)
-        X = validate_data(self, X, dtype=np.float64)
+        if is_dask_collection(X):  # bounds=None: refused in the counts' pass
+            X = validate_dask_rows(self, X, read=self.bounds is not None)
+        else:
+            X = validate_data(self, X, dtype=np.float64)
         n, d = X.shape
         declared = self._declared_bounds(d)
         self.delta_, rng = self._begin_private_fit(n)
@@ -163,10 +169,17 @@ class MinMaxScaler(
         else:
             eps_q = quantile_epsilon(self.epsilon, 1.0, d)
             plan = self._plan_or_free(bounds_event(eps_q, d))
-        self._spend(plan)  # before any data is read
+        charge = None
+        if is_dask_collection(X) and declared is None:  # charged after the pass
+            check_budget_before_pass(self, plan)
+            charge = partial(self._spend, plan)
+        else:
+            self._spend(plan)  # before any data is read
         # inline: a helper frame would shift estimate_bounds' stacklevel=3 warning
         lower, upper = (
-            declared if declared is not None else estimate_bounds(X, eps_q, rng)
+            declared
+            if declared is not None
+            else estimate_bounds(X, eps_q, rng, before_noise=charge)
         )
         self.n_samples_seen_ = n
         self.data_min_, self.data_max_ = lower, upper
@@ -188,6 +201,8 @@ class MinMaxScaler(
         ndarray of shape (n_samples, n_features)
         """
         _reject_sparse(X)
+        if is_dask_collection(X):  # lazy, per chunk on the workers
+            return lazy_transform(self.transform, X)
         X = self._validate_for_transform(X, "n_samples_seen_")
         # Rows may be private (a Pipeline's fit transforms its training data):
         # an overflow on an extreme value must not warn (a warning that one
@@ -214,6 +229,8 @@ class MinMaxScaler(
         ndarray of shape (n_samples, n_features)
         """
         _reject_sparse(X)
+        if is_dask_collection(X):  # lazy, per chunk on the workers
+            return lazy_transform(self.inverse_transform, X)
         X = self._validate_for_transform(X, "n_samples_seen_")
         with np.errstate(all="ignore"):
             X -= self.min_

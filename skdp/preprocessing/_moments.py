@@ -18,9 +18,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..privacy import gaussian_mechanism
+from ..solvers._distributed import is_dask_collection
 from ..utils._sparse import as_float_columns
 
-__all__ = ["moments_sensitivity", "clipped_unit_values", "private_moments"]
+__all__ = [
+    "moments_sensitivity",
+    "clipped_unit_values",
+    "private_moments",
+    "sparse_columns",
+]
 
 
 def moments_sensitivity(n_samples, n_features):
@@ -57,7 +63,9 @@ def clipped_unit_values(X, lower, upper):
         return np.clip(U, -0.5, 0.5)
 
 
-def private_moments(X, lower, upper, noise_multiplier, *, with_var, rng):
+def private_moments(
+    X, lower, upper, noise_multiplier, *, with_var, rng, before_noise=None
+):
     """Private per-column mean (and variance) of ``X`` clipped to its bounds.
 
     Parameters
@@ -70,6 +78,9 @@ def private_moments(X, lower, upper, noise_multiplier, *, with_var, rng):
     with_var : bool
         Also release the second moments and return variances.
     rng : numpy.random.Generator
+    before_noise : callable, optional
+        Called once the statistic is computed, before the noise is drawn (a
+        one-pass dask fit charges its plan there).
 
     Returns
     -------
@@ -84,6 +95,10 @@ def private_moments(X, lower, upper, noise_multiplier, *, with_var, rng):
     n, d = X.shape
     if sp.issparse(X):
         stat = _sparse_unit_moments(X, lower, upper, with_var)
+    elif is_dask_collection(X):  # clipped and summed per chunk on the workers
+        from ._dask_fit import unit_moments_on_workers
+
+        stat = unit_moments_on_workers(X, lower, upper, with_var)
     else:
         U = clipped_unit_values(X, lower, upper)
         with np.errstate(all="ignore"):
@@ -93,6 +108,8 @@ def private_moments(X, lower, upper, noise_multiplier, *, with_var, rng):
                 stat[1::2] = 2.0 * np.mean(U * U, axis=0)
             else:
                 stat = U.mean(axis=0)
+    if before_noise is not None:
+        before_noise()
     sens = moments_sensitivity(n, d)
     noisy = np.atleast_1d(gaussian_mechanism(stat, sens, noise_multiplier, rng=rng))
     width = upper - lower
@@ -106,12 +123,29 @@ def private_moments(X, lower, upper, noise_multiplier, *, with_var, rng):
     return mean, width * width * var_u, stat
 
 
-def _sparse_unit_moments(X, lower, upper, with_var):
-    """The statistic of :func:`private_moments` from the stored entries only.
+def sparse_columns(X, lower, upper):
+    """Column layout of sparse ``X`` for statistics over stored entries.
 
-    An implicit zero of column ``j`` has the unit value of ``0`` clipped to
-    ``[lower_j, upper_j]``; the column sums add it ``n - nnz_j`` times, so the
-    statistic equals the dense one (up to summation order).
+    A column statistic of a sparse matrix is the sum over its stored entries
+    plus ``n - nnz_j`` times the value of an implicit zero, whose unit value
+    is ``0`` clipped to the column's bounds.
+
+    Parameters
+    ----------
+    X : sparse matrix of shape (n_samples, n_features)
+    lower, upper : float or ndarray of shape (n_features,)
+
+    Returns
+    -------
+    X : scipy.sparse.csc_matrix
+        Float64, duplicates summed (one value per record and column).
+    cols : ndarray of int
+        Column of each stored entry of ``X.data``.
+    lower, upper : ndarray of shape (n_features,)
+    implicit : ndarray of int
+        Number of implicit zeros per column.
+    u_zero : ndarray of shape (n_features,)
+        Unit value of an implicit zero.
     """
     X = as_float_columns(X)  # duplicates summed: one value per record and column
     n, d = X.shape
@@ -119,9 +153,20 @@ def _sparse_unit_moments(X, lower, upper, with_var):
     upper = np.broadcast_to(np.asarray(upper, dtype=float), (d,))
     counts = np.diff(X.indptr)
     cols = np.repeat(np.arange(d), counts)
-    u_data = clipped_unit_values(X.data, lower[cols], upper[cols])
     u_zero = clipped_unit_values(np.zeros(d), lower, upper)
-    implicit = n - counts
+    return X, cols, lower, upper, n - counts, u_zero
+
+
+def _sparse_unit_moments(X, lower, upper, with_var):
+    """The statistic of :func:`private_moments` from the stored entries only.
+
+    An implicit zero of column ``j`` has the unit value of ``0`` clipped to
+    ``[lower_j, upper_j]``; the column sums add it ``n - nnz_j`` times, so the
+    statistic equals the dense one (up to summation order).
+    """
+    X, cols, lower, upper, implicit, u_zero = sparse_columns(X, lower, upper)
+    n, d = X.shape
+    u_data = clipped_unit_values(X.data, lower[cols], upper[cols])
     with np.errstate(all="ignore"):
         mean = (np.bincount(cols, u_data, minlength=d) + implicit * u_zero) / n
         if not with_var:

@@ -8,8 +8,10 @@ from sklearn.preprocessing import OneHotEncoder as _SklearnOneHotEncoder
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted
 
-from ..privacy import NoOpDpEvent
+from ..privacy import NonPrivateDpEvent, NoOpDpEvent
+from ..solvers._distributed import is_dask_collection
 from ._base import PrivateTransformerMixin
+from ._dask_fit import check_categories_on_workers, declared_row, lazy_transform
 
 __all__ = ["OneHotEncoder"]
 
@@ -36,8 +38,11 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
         (``"ignore"``, silently: scikit-learn's warning about it when ``drop``
         is set is suppressed, since it would reveal that some private record
         holds an undeclared value) or raises (``"error"``). ``"error"`` at ``fit`` reveals
-        that some record holds an undeclared value: use it to validate a
-        schema, not on data whose contents must stay private.
+        whether some record holds an undeclared value, a release without
+        noise: the fit's plan is then ``NonPrivateDpEvent()``
+        (``privacy_spent_`` has ``epsilon=inf``, and a shared accountant with
+        a finite budget refuses it before any value is read). Use it to
+        validate a schema, not on data whose contents must stay private.
     drop : {"first", "if_binary"}, array-like or None, default=None
         As in scikit-learn (only the declared categories are involved).
     sparse_output : bool, default=False
@@ -68,9 +73,10 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
         Defined when ``X`` has string column names.
     delta_ : float
     privacy_plan_ : DpEvent
-        ``NoOpDpEvent()``.
+        ``NoOpDpEvent()`` (``NonPrivateDpEvent()`` with
+        ``handle_unknown="error"``).
     privacy_spent_ : tuple (epsilon, delta)
-        ``(0.0, 0.0)``.
+        ``(0.0, 0.0)`` (``epsilon=inf`` with ``handle_unknown="error"``).
 
     See Also
     --------
@@ -154,9 +160,12 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
                 "would publish every value that occurs (even one held by a "
                 "single record)."
             )
+        # dask input: checked, and the encoder set up on a declared row
+        row = declared_row(self, X) if is_dask_collection(X) else None
         self.delta_, _ = self._begin_private_fit(_num_samples(X))
-        plan = NoOpDpEvent()
-        self._spend(plan)
+        # "error" releases, without noise, whether every value is declared
+        plan = NonPrivateDpEvent() if self.handle_unknown == "error" else NoOpDpEvent()
+        self._spend(plan)  # before any value is read
         try:
             n_features = _num_features(X)
         except TypeError:  # not 2D: the encoder below raises the usual error
@@ -164,13 +173,17 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
         categories = list(self.categories)
         if len(categories) == 1 and n_features != 1:
             categories = categories * n_features
-        self.encoder_ = _SklearnOneHotEncoder(
+        encoder = _SklearnOneHotEncoder(
             categories=categories,
             handle_unknown=self.handle_unknown,
             drop=self.drop,
             sparse_output=self.sparse_output,
             dtype=self.dtype,
-        ).fit(X)  # declared categories: reads the values only to check them
+        )
+        # declared categories: values only checked
+        self.encoder_ = _unechoed(encoder.fit, X if row is None else row)
+        if row is not None and self.handle_unknown == "error":
+            check_categories_on_workers(self.encoder_, X)
         self.categories_ = self.encoder_.categories_
         self.drop_idx_ = self.encoder_.drop_idx_
         self.n_features_in_ = self.encoder_.n_features_in_
@@ -191,6 +204,9 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
         ndarray or sparse matrix of shape (n_samples, n_encoded_features)
         """
         check_is_fitted(self, "encoder_")
+        if is_dask_collection(X):  # lazy, per chunk on the workers
+            width = len(self.encoder_.get_feature_names_out())
+            return lazy_transform(self.transform, X, width=width, numeric=False)
         with warnings.catch_warnings():
             # With ``drop`` set, scikit-learn warns when a value is not among
             # the categories. In a Pipeline's fit the rows are private: that
@@ -198,7 +214,7 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
             warnings.filterwarnings(
                 "ignore", message="Found unknown categories", category=UserWarning
             )
-            return self.encoder_.transform(X)
+            return _unechoed(self.encoder_.transform, X)
 
     def inverse_transform(self, X):
         """Back to categories (``None`` for all-zero rows of ignored unknowns).
@@ -234,3 +250,20 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
         tags.input_tags.string = True
         tags.input_tags.allow_nan = True
         return tags
+
+
+def _unechoed(method, X):
+    """``method(X)``, refusing an undeclared value without naming it.
+
+    scikit-learn's ``handle_unknown="error"`` message lists the undeclared
+    values it found: private values (possibly one record's). The error keeps
+    only the fact that some value is undeclared (as on dask input), and is
+    raised outside the ``except`` block so that no chained exception holds
+    the original message.
+    """
+    try:
+        return method(X)
+    except ValueError as exc:
+        if not str(exc).startswith("Found unknown categories"):
+            raise
+    raise ValueError("X contains a value outside the declared categories.")

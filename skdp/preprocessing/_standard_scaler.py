@@ -1,5 +1,6 @@
 """StandardScaler with private means and standard deviations."""
 
+from functools import partial
 from numbers import Real
 
 import numpy as np
@@ -10,7 +11,7 @@ from sklearn.base import (
     TransformerMixin,
     _fit_context,
 )
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ..privacy import (
@@ -19,17 +20,22 @@ from ..privacy import (
     NoOpDpEvent,
     calibrate_noise_multiplier,
 )
+from ..solvers._distributed import check_budget_before_pass, is_dask_collection
 from ._base import PrivateTransformerMixin
 from ._bounds import (
     BOUNDS_CONSTRAINT,
     bounds_event,
     estimate_bounds,
-    quantile_epsilon,
     saturate,
+    share_quantile_epsilon,
 )
+from ._dask_fit import lazy_transform, validate_dask_rows
 from ._moments import private_moments
 
 __all__ = ["StandardScaler"]
+
+#: Default ``estimation_share`` (of ``mu**2``) of the private bounds.
+ESTIMATION_SHARE = 0.3
 
 
 class StandardScaler(
@@ -64,7 +70,7 @@ class StandardScaler(
         privately: a low and a high quantile per column (levels
         ``0.005``/``0.995`` when ``n`` and the budget allow, lower otherwise)
         by the exponential mechanism of :func:`skdp.privacy.private_quantile`,
-        from ``bounds_share`` of ``epsilon``. Declared bounds cost nothing
+        from ``estimation_share`` of the budget. Declared bounds cost nothing
         and are more accurate: prefer them (a schema's documented ranges).
     with_mean : bool, default=True
         Centre the data at the private mean.
@@ -81,11 +87,19 @@ class StandardScaler(
         Privacy budget of the fit, in (0, inf]. ``inf`` is not private.
     delta : float or None, default=None
         ``None`` resolves to ``n ** -1.1`` at fit (``delta_``).
-    bounds_share : float, default=0.3
-        Share of ``epsilon`` (split evenly, as pure epsilon, over the
-        ``2 n_features`` quantiles) spent on the bounds when
-        ``bounds=None``. The Gaussian release is calibrated to what remains
-        by the exact accountant, so the pair is ``(epsilon, delta)``-DP.
+    estimation_share : float, default=0.3
+        Share of the budget spent on the bounds when ``bounds=None``, in the
+        unit of every skdp estimator: a share of ``mu**2``, the GDP budget
+        of ``(epsilon, delta)`` (:class:`skdp.privacy.Budget`). It is split
+        evenly over the ``2 n_features`` pure-DP quantiles, each at
+        ``epsilon_q = mu sqrt(estimation_share / (2 n_features))`` (the same
+        zCDP cost). The Gaussian release is calibrated to what remains by
+        the exact accountant, so the pair is ``(epsilon, delta)``-DP.
+        Ignored with declared bounds.
+    bounds_share : float, default="deprecated"
+        Deprecated old name of ``estimation_share`` (renamed in 0.2, removed
+        in 0.3); its value is now read as a share of ``mu**2``, not of
+        ``epsilon``.
     accountant : PrivacyAccountant or None, default=None
         Shared budget to spend from.
     random_state : int, Generator or None, default=None
@@ -162,8 +176,14 @@ class StandardScaler(
         "with_mean": ["boolean"],
         "with_std": ["boolean"],
         "clip": ["boolean"],
-        "bounds_share": [Interval(Real, 0, 1, closed="neither")],
+        "estimation_share": [Interval(Real, 0, 1, closed="neither")],
+        "bounds_share": [
+            Interval(Real, 0, 1, closed="neither"),
+            Hidden(StrOptions({"deprecated"})),
+        ],
     }
+
+    _renamed_parameters = {"bounds_share": "estimation_share"}
 
     def __init__(
         self,
@@ -174,7 +194,8 @@ class StandardScaler(
         clip=True,
         epsilon=1.0,
         delta=None,
-        bounds_share=0.3,
+        estimation_share=ESTIMATION_SHARE,
+        bounds_share="deprecated",
         accountant=None,
         random_state=None,
     ):
@@ -184,6 +205,7 @@ class StandardScaler(
         self.clip = clip
         self.epsilon = epsilon
         self.delta = delta
+        self.estimation_share = estimation_share
         self.bounds_share = bounds_share
         self.accountant = accountant
         self.random_state = random_state
@@ -194,7 +216,9 @@ class StandardScaler(
             return NoOpDpEvent(), None, 0.0
         eps_q = None
         if self.bounds is None:
-            eps_q = quantile_epsilon(self.epsilon, self.bounds_share, d)
+            eps_q = share_quantile_epsilon(
+                self.epsilon, delta, self._estimation_share(), d
+            )
         if np.isinf(self.epsilon):
             return self._plan_or_free(None), eps_q, 0.0
         other = None if eps_q is None else bounds_event(eps_q, d)
@@ -230,13 +254,24 @@ class StandardScaler(
         -------
         self : StandardScaler
         """
-        X = validate_data(self, X, dtype=np.float64, accept_sparse=["csr", "csc"])
+        # dask: nan/inf refused from flags of the first statistics pass
+        one_pass = self.with_mean or self.with_std
+        if is_dask_collection(X):  # sums per chunk on the workers (._dask_fit)
+            X = validate_dask_rows(
+                self, X, needs_bounds=self.with_mean or self.with_std, read=not one_pass
+            )
+        else:
+            X = validate_data(self, X, dtype=np.float64, accept_sparse=["csr", "csc"])
         _check_sparse_centring(X, self.with_mean)
         n, d = X.shape
         declared = self._declared_bounds(d)
         delta, rng = self._begin_private_fit(n)
         plan, eps_q, z = self._plan(n, d, delta)
-        self._spend(plan)  # before any data is read
+        one_pass = one_pass and is_dask_collection(X)
+        if one_pass:  # charged after the pass, before the noise
+            check_budget_before_pass(self, plan)
+        else:
+            self._spend(plan)  # before any data is read
         self.n_samples_seen_ = n
         self.mean_ = self.var_ = self.scale_ = None
         if isinstance(plan, NoOpDpEvent):
@@ -244,12 +279,21 @@ class StandardScaler(
             self._record_privacy(plan)
             return self
         # inline: a helper frame would shift estimate_bounds' stacklevel=3 warning
+        charge = partial(self._spend, plan) if one_pass else None
         lower, upper = (
-            declared if declared is not None else estimate_bounds(X, eps_q, rng)
+            declared
+            if declared is not None
+            else estimate_bounds(X, eps_q, rng, before_noise=charge)
         )
         self.bounds_ = (lower, upper)
         mean, var, _ = private_moments(
-            X, lower, upper, z, with_var=self.with_std, rng=rng
+            X,
+            lower,
+            upper,
+            z,
+            with_var=self.with_std,
+            rng=rng,
+            before_noise=charge if declared is not None else None,
         )
         self.mean_ = mean
         if self.with_std:
@@ -298,6 +342,9 @@ class StandardScaler(
 
     def _scale(self, X, *, inverse):
         """Shared body of :meth:`transform` and :meth:`inverse_transform`."""
+        if is_dask_collection(X):  # lazy, per chunk on the workers
+            method = self.inverse_transform if inverse else self.transform
+            return lazy_transform(method, X)
         X = self._validate_for_transform(
             X, "n_samples_seen_", accept_sparse=["csr", "csc"]
         )

@@ -27,6 +27,7 @@ __all__ = [
     "gaussian_mechanism",
     "private_row_mean",
     "private_quantile",
+    "quantile_from_counts",
     "private_norm_bound",
     "reachable_quantile_level",
     "noisy_histogram",
@@ -245,18 +246,74 @@ def private_quantile(
     True
     """
     eps = float(epsilon) / _NOISE_SCALE.get()
-    edges, logw, log_scale = _quantile_intervals(
-        values, quantile, eps, bounds, log_scale, n_cells
-    )
+    lo, hi, edges = _quantile_edges(bounds, log_scale, n_cells)
+    _check_quantile(quantile)
     x = np.asarray(values, dtype=float).ravel()
-    n = x.size
+    if x.size and math.isinf(eps):
+        exact = np.quantile(np.clip(x, lo, hi), quantile, method="inverted_cdf")
+        return float(exact)
+    counts = _edge_counts(x, edges, lo, hi, log_scale)
+    return quantile_from_counts(
+        counts, x.size, quantile, epsilon, bounds=bounds, rng=rng, log_scale=log_scale
+    )
+
+
+def quantile_from_counts(
+    counts, n, quantile, epsilon, *, bounds, rng, log_scale=False, stacklevel=3
+):
+    """The release of :func:`private_quantile` from its public cells' counts.
+
+    The one driver-side draw of the exponential-mechanism quantile, for
+    values in one process (:func:`private_quantile`) and for counts summed
+    over chunks (the dask fits): ``counts[j] = #{x < e_j}`` at the
+    ``n_cells + 1`` public edges ``e_j`` (values clipped to ``bounds``, in
+    log units if ``log_scale``). The utilities, the Gumbel-max choice of the
+    cell and the uniform point inside it are drawn from ``rng`` in this
+    order. Each count moves by at most one when a record is replaced: pure
+    ``epsilon``-DP (event ``PureDpEvent(epsilon)``).
+
+    Parameters
+    ----------
+    counts : array-like of int of shape (n_cells + 1,)
+        Number of (clipped) values below each public edge.
+    n : int
+        Public number of records.
+    quantile : float
+        In [0, 1].
+    epsilon : float
+        Pure DP budget of this release, in (0, inf) (``inf``, the exact
+        quantile, reads the values: :func:`private_quantile` only).
+    bounds : tuple (low, high)
+        Public range of the output; ``low > 0`` if ``log_scale``.
+    rng : numpy.random.Generator
+    log_scale : bool, default=False
+    stacklevel : int, default=3
+        Of the warning below (3: the caller of the function that called
+        this one).
+
+    Returns
+    -------
+    estimate : float
+
+    Warns
+    -----
+    UserWarning
+        If the estimate falls in the first or the last cell (as
+        :func:`private_quantile`).
+    """
+    eps = float(epsilon) / _NOISE_SCALE.get()
+    counts = np.asarray(counts)
+    _, _, edges = _quantile_edges(bounds, log_scale, counts.size - 1)
+    _check_quantile(quantile)
     if n == 0:
         out = rng.uniform(edges[0], edges[-1])
         return float(math.exp(out) if log_scale else out)
     if math.isinf(eps):
-        lo, hi = (float(b) for b in bounds)
-        exact = np.quantile(np.clip(x, lo, hi), quantile, method="inverted_cdf")
-        return float(exact)
+        raise ValueError(
+            "quantile_from_counts needs a finite epsilon: the exact quantile "
+            "(epsilon=inf) reads the values (private_quantile)."
+        )
+    logw = _quantile_log_weights(counts, n, quantile, eps, edges)
     # Gumbel-max sampling of the cell, then uniform inside it.
     i = int(np.argmax(logw + rng.gumbel(size=logw.size)))
     if i in (0, logw.size - 1):
@@ -266,7 +323,7 @@ def private_quantile(
             f"{tuple(bounds)}: the quantile may lie outside the range, or "
             "n * epsilon is too small to locate it.",
             UserWarning,
-            stacklevel=2,
+            stacklevel=stacklevel,
         )
     out = rng.uniform(edges[i], edges[i + 1])
     return float(math.exp(out) if log_scale else out)
@@ -330,6 +387,49 @@ def reachable_quantile_level(n, epsilon, target, *, n_cells=2048, failure=0.01):
     return float(np.clip(1.0 - need, 0.5, target))
 
 
+def _check_quantile(quantile):
+    if not (0.0 <= quantile <= 1.0):
+        raise ValueError("quantile must be in [0, 1].")
+
+
+def _quantile_edges(bounds, log_scale, n_cells):
+    """``(lo, hi, edges)``: the clip range and the public cell edges.
+
+    ``edges`` holds the ``n_cells + 1`` edges, in log units if ``log_scale``.
+    """
+    lo, hi = (float(b) for b in bounds)
+    if not (lo < hi) or (log_scale and lo <= 0):
+        raise ValueError("bounds must satisfy low < high (and low > 0 on a log scale).")
+    if int(n_cells) < 1:
+        raise ValueError("n_cells must be a positive integer.")
+    a, b = (math.log(lo), math.log(hi)) if log_scale else (lo, hi)
+    return lo, hi, np.linspace(a, b, int(n_cells) + 1)
+
+
+def _edge_counts(values, edges, lo, hi, log_scale):
+    """``#{x < e_j}`` for every public edge (values clipped, log units if asked).
+
+    The exponential mechanism's only read of the data; on dask each chunk is
+    counted on its worker and the counts are added.
+    """
+    with np.errstate(all="ignore"):
+        x = np.clip(np.asarray(values, dtype=float).ravel(), lo, hi)
+        if log_scale:
+            x = np.log(x)
+    return np.searchsorted(np.sort(x), edges, side="left")
+
+
+def _quantile_log_weights(counts, n, quantile, epsilon, edges):
+    # cell j: length times exp(epsilon * utility / 2), utility minus the
+    # distance from quantile * n to its rank range [counts[j], counts[j+1]]
+    below, upto = counts[:-1], counts[1:].copy()
+    upto[-1] = n  # the last cell is closed: it holds the values at ``hi``
+    target = quantile * n
+    utility = -np.maximum.reduce([below - target, target - upto, np.zeros(below.size)])
+    penalty = 0.0 if math.isinf(epsilon) else 0.5 * epsilon
+    return np.log(np.diff(edges)) + penalty * utility
+
+
 def _quantile_intervals(values, quantile, epsilon, bounds, log_scale, n_cells=2048):
     """Public cells of the exponential mechanism and their log weights.
 
@@ -338,27 +438,15 @@ def _quantile_intervals(values, quantile, epsilon, bounds, log_scale, n_cells=20
     probability proportional to ``exp(logw[i])`` = length times
     ``exp(epsilon * utility_i / 2)``.
     """
-    lo, hi = (float(b) for b in bounds)
-    if not (lo < hi) or (log_scale and lo <= 0):
-        raise ValueError("bounds must satisfy low < high (and low > 0 on a log scale).")
-    if not (0.0 <= quantile <= 1.0):
-        raise ValueError("quantile must be in [0, 1].")
-    if int(n_cells) < 1:
-        raise ValueError("n_cells must be a positive integer.")
-    x = np.clip(np.asarray(values, dtype=float).ravel(), lo, hi)
-    n = x.size
-    if log_scale:
-        x, lo, hi = np.log(x), math.log(lo), math.log(hi)
-    edges = np.linspace(lo, hi, int(n_cells) + 1)
-    x = np.sort(x)
-    below = np.searchsorted(x, edges[:-1], side="left")  # #{x < e_j}
-    upto = np.searchsorted(x, edges[1:], side="left")  # #{x < e_{j+1}}
-    upto[-1] = n  # the last cell is closed: it holds the values at ``hi``
-    target = quantile * n
-    utility = -np.maximum.reduce([below - target, target - upto, np.zeros(below.size)])
-    penalty = 0.0 if math.isinf(epsilon) else 0.5 * epsilon
-    logw = np.log(np.diff(edges)) + penalty * utility
-    return edges, logw, log_scale
+    lo, hi, edges = _quantile_edges(bounds, log_scale, n_cells)
+    _check_quantile(quantile)
+    x = np.asarray(values, dtype=float).ravel()
+    counts = _edge_counts(x, edges, lo, hi, log_scale)
+    return (
+        edges,
+        _quantile_log_weights(counts, x.size, quantile, epsilon, edges),
+        log_scale,
+    )
 
 
 #: Defaults of :func:`private_norm_bound`: the quantile level wanted at large

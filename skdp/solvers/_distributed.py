@@ -14,6 +14,7 @@ Dask is optional: nothing here imports it until a dask collection is passed
 
 import numpy as np
 
+from ..privacy._mechanisms import _edge_counts, _quantile_edges, quantile_from_counts
 from ..utils import add_intercept_column, clip_rows, clip_targets
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "as_float_records",
     "as_records",
     "bisection_counter",
+    "check_budget_before_pass",
     "clipped_statistics",
     "design_on_workers",
     "floored_design_on_workers",
@@ -29,6 +31,7 @@ __all__ = [
     "is_dask_collection",
     "lazy_decision",
     "lazy_rows",
+    "log2_records",
     "map_rows",
     "nan_to_zero",
     "persist_records",
@@ -45,8 +48,12 @@ DISTRIBUTED_FITS = (
     "HeavyTailedLinearRegression and binary "
     'HeavyTailedLogisticRegression (declared classes) with solver="known_lipschitz" '
     "and center=False; "
-    'MinimaxFairClassifier(solver="gda") with public feature_norm, declared '
-    "classes and declared groups, center=False"
+    'MinimaxFairClassifier(solver="gda") with declared classes and declared '
+    "groups, center=False (feature_norm public, or private at a finite "
+    "epsilon); the preprocessing "
+    "StandardScaler and MinMaxScaler (bounds declared, or private at a finite "
+    "epsilon), SimpleImputer, OneHotEncoder with declared categories (dense "
+    "output)"
 )
 
 
@@ -103,6 +110,10 @@ DASK_ESTIMATORS = frozenset(
         "HeavyTailedLinearRegression",
         "HeavyTailedLogisticRegression",
         "MinimaxFairClassifier",
+        "MinMaxScaler",
+        "OneHotEncoder",
+        "SimpleImputer",
+        "StandardScaler",
     }
 )
 
@@ -195,6 +206,27 @@ def as_dask_xy(X, y=None, n_features=None, y_dtype=np.float64):
     return X, y.rechunk((X.chunks[0],))
 
 
+def check_budget_before_pass(est, plan):
+    """Refuse an over-budget fit before its one pass reads the data.
+
+    A one-pass dask fit charges ``plan`` after the pass (once its
+    finiteness flags are known), so the accountant's refusal is checked
+    here first, without charging: an over-budget fit reads nothing, as on
+    the numpy path. Charging stays bookkeeping; the noise is drawn after it.
+
+    Parameters
+    ----------
+    est : PrivateEstimatorMixin
+    plan : DpEvent
+        The fit's whole plan (what ``est._spend`` will charge).
+    """
+    acc = est.accountant
+    if acc is None:
+        return
+    if (np.isinf(est.epsilon) and not np.isinf(acc.epsilon)) or not acc.can_spend(plan):
+        est._spend(plan)  # raises the numpy path's refusal; nothing is charged
+
+
 def _block_statistics(Xb, yb, labels, n_parts, feature_norm, target_bound, c):
     """Per-part sums of one chunk (runs on a worker; clipping happens here).
 
@@ -278,8 +310,8 @@ def clipped_statistics(
         )
     results = dask.compute(*tasks)
     if not all(finite for _, finite in results):
-        # the numpy path's validation error (here after the plan was charged,
-        # the conservative side); nothing is released
+        # the flags of this same pass: the fits charge their plan only after
+        # this returns (check_budget_before_pass); nothing is released
         raise ValueError("Input X or y contains NaN or infinity.")
     blocks = [b for b, _ in results]
     out = []
@@ -592,6 +624,38 @@ def nan_to_zero(values):
     return np.nan_to_num(values, nan=0.0)
 
 
+def _log2_nonneg(values):
+    return np.log2(np.maximum(values, 0.0))
+
+
+def log2_records(values):
+    """``log2(max(values, 0))`` of per-record values, silently (``-inf`` at 0).
+
+    numpy input: under ``np.errstate(all="ignore")``. dask input: a lazy
+    map through :func:`silently`, so that the ``log2(0)`` of a zero value
+    (a truncated row's gradient norm, say) does not warn on the worker that
+    computes it later, where the driver's ``np.errstate`` does not apply.
+
+    Parameters
+    ----------
+    values : ndarray or dask.array.Array of float
+
+    Returns
+    -------
+    ndarray or dask.array.Array
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> log2_records(np.array([0.0, 4.0]))
+    array([-inf,   2.])
+    """
+    if is_dask_collection(values):
+        return values.map_blocks(silently, _log2_nonneg, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        return _log2_nonneg(values)
+
+
 def silently(block, func, *args, **kwargs):
     """``func(block, *args, **kwargs)`` under ``np.errstate(all="ignore")``.
 
@@ -810,3 +874,238 @@ def floored_design_on_workers(features, scale):
     full = record_norms(features).map_blocks(_hypot, scale, dtype=np.float64)
     Xd, full = persist_records(Xd, full)
     return Design(Xd, full, scale, scale)
+
+
+# -- multinomial (softmax) full-batch solver ------------------------------------
+
+
+def multinomial_design_on_workers(
+    X, labels, plan, rng, truncation, fit_intercept, scaled_intercept, scales
+):
+    """``multinomial._design`` for dask rows (the same releases, in order).
+
+    The row norms, the per-row RMS and the truncation are per-record maps
+    (lazy, on the workers); the private feature scale and truncation level
+    are released by ``scales`` (the numpy path's ``_scales``, whose counts
+    are summed over chunks by :func:`bisection_counter`); the design with
+    its intercept column, the labels and the kept rows' norms are then
+    persisted on the workers for the gradient steps.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n, d)
+    labels : dask.array.Array of int of shape (n,)
+    plan : KnownLipschitzPlan
+    rng : numpy.random.Generator
+    truncation : float or None
+    fit_intercept, scaled_intercept : bool
+    scales : callable
+        ``scales(X, norms, plan, rng, truncation) -> (s, T)``.
+
+    Returns
+    -------
+    X, labels, norms_t, s, T, value
+        As ``multinomial._design``; the arrays are dask arrays.
+    """
+    X = _to_array(X).astype(np.float64)
+    labels = as_records(labels, np.int64).rechunk((X.chunks[0],))
+    norms = record_norms(X)
+    needed = int(truncation is None and not plan.default_scales) + int(
+        plan.feature_scale
+    )
+    if not plan.default_scales and plan.n_scales != needed:
+        raise ValueError(
+            "The plan does not pay for the scale quantiles this run needs."
+        )
+    s, T = scales(X, norms, plan, rng, truncation)
+    value = None
+    full = norms
+    if fit_intercept:
+        value = s if scaled_intercept else 1.0
+        X = map_rows(_with_constant, X, value, width=X.shape[1] + 1)
+        full = norms.map_blocks(_hypot, value, dtype=np.float64)
+    norms_t = norms.map_blocks(
+        silently, lambda b, f, t: np.where(b <= t, f, 0.0), full, float(T),
+        dtype=np.float64,
+    )  # fmt: skip
+    X, labels, norms_t = persist_records(X, labels, norms_t)
+    return X, labels, norms_t, s, T, value
+
+
+def _multinomial_block(Xb, lb, nb, W, clip):
+    from .heavy_tailed.multinomial import clipped_multinomial_gradient_sum
+
+    with np.errstate(all="ignore"):
+        return clipped_multinomial_gradient_sum(
+            np.ascontiguousarray(Xb), lb, W, nb, clip
+        )
+
+
+def multinomial_gradient_sum_on_workers(X, labels, W, norms, clip):
+    """``clipped_multinomial_gradient_sum`` over dask chunks.
+
+    Every chunk runs the numpy kernel on its worker (each per-sample
+    gradient clipped there to Frobenius norm ``clip``); the ``d x K`` sums
+    are added on the driver in chunk order, so replacing one record moves
+    the result by at most ``2 clip``, as in one process. The per-sample
+    gradient norms stay on the workers (a lazy dask array, read only through
+    the counts of a private quantile).
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n, d)
+    labels : dask.array.Array of int of shape (n,)
+    W : ndarray of shape (d, K)
+    norms : dask.array.Array of shape (n,)
+    clip : float
+
+    Returns
+    -------
+    sum : ndarray of shape (d, K)
+    norms : dask.array.Array of shape (n,)
+    """
+    import dask
+    import dask.array as da
+    from dask import delayed
+
+    W = np.asarray(W, dtype=np.float64)
+    rows = X.chunks[0]
+    xs = X.to_delayed().ravel()
+    ls = labels.rechunk((rows,)).to_delayed().ravel()
+    ns = norms.rechunk((rows,)).to_delayed().ravel()
+    block = delayed(_multinomial_block, pure=True, nout=2)
+    parts = [block(xb, lb, nb, W, float(clip)) for xb, lb, nb in zip(xs, ls, ns)]
+    gnorms = da.concatenate(
+        [
+            da.from_delayed(p[1], shape=(r,), dtype=np.float64)
+            for p, r in zip(parts, rows)
+        ]
+    )
+    sums = dask.compute(*[p[0] for p in parts])
+    out = np.array(sums[0], dtype=np.float64, copy=True)
+    for p in sums[1:]:
+        out += p
+    return out, gnorms
+
+
+# -- the exponential-mechanism quantile of skdp.privacy, from chunked counts ----
+
+
+def _column_edge_counts(block, edges, lo, hi, transform, flag=False):
+    # one chunk: the edge counts of every column (after a public map), and
+    # with ``flag`` whether the chunk is finite (in the same pass)
+    with np.errstate(all="ignore"):
+        T = block if transform is None else transform(block)
+    counts = np.stack(
+        [_edge_counts(T[:, j], edges, lo, hi, False) for j in range(T.shape[1])]
+    )
+    return (counts, bool(np.isfinite(block).all())) if flag else counts
+
+
+def _exact_quantile_refused(eps):
+    import math
+
+    if math.isinf(eps):
+        raise TypeError(
+            "The exact quantile (epsilon=inf) is not distributed: pass the "
+            "bound, or a finite epsilon."
+        )
+
+
+def column_edge_counts_on_workers(
+    X, bounds, *, transform=None, n_cells=2048, refuse_non_finite=False
+):
+    """Cell counts of every column of dask rows, for ``quantile_from_counts``.
+
+    One pass: each worker maps its chunk by the public ``transform`` (e.g.
+    ``np.arcsinh``), clips every column to ``bounds`` and counts
+    ``#{x < e_j}`` at the public edges; the driver adds the ``d x
+    (n_cells + 1)`` integer tables. Only these counts leave the workers.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n, d)
+    bounds : tuple (low, high)
+    transform : callable, optional
+    n_cells : int, default=2048
+    refuse_non_finite : bool, default=False
+        Each chunk also flags ``nan``/``inf`` in the same pass; a flagged
+        chunk raises the numpy path's ``ValueError`` (nothing returned).
+
+    Returns
+    -------
+    ndarray of int of shape (d, n_cells + 1)
+    """
+    import dask
+    from dask import delayed
+
+    lo, hi, edges = _quantile_edges(bounds, False, n_cells)
+    X = _to_array(X).astype(np.float64).rechunk({1: -1})
+    parts = dask.compute(
+        *[
+            delayed(_column_edge_counts)(b, edges, lo, hi, transform, refuse_non_finite)
+            for b in X.to_delayed().ravel()
+        ]
+    )
+    if refuse_non_finite:
+        if not all(ok for _, ok in parts):  # nothing is released
+            raise ValueError("Input X contains NaN or infinity.")
+        parts = [p for p, _ in parts]
+    counts = np.zeros((X.shape[1], edges.size), dtype=np.int64)
+    for p in parts:
+        counts += p
+    return counts
+
+
+def private_quantile_on_workers(
+    values, quantile, epsilon, *, bounds, rng, log_scale=False, n_cells=2048
+):
+    """:func:`skdp.privacy.private_quantile` of dask ``values``, counted per chunk.
+
+    The exponential mechanism reads the data only through the counts
+    ``#{x < e_j}`` at its public cell edges. Each worker counts its chunk
+    (clipped to ``bounds``, in log units if ``log_scale``, as the mechanism
+    does); the driver adds the ``n_cells + 1`` counts and draws the release
+    from ``rng`` (``skdp.privacy._mechanisms.quantile_from_counts``, which
+    :func:`~skdp.privacy.private_quantile` calls too): the same release, pure
+    ``epsilon``-DP. Only the counts reach the driver. ``epsilon=inf`` (the
+    exact quantile) is not distributed.
+
+    Parameters
+    ----------
+    values : dask.array.Array of shape (n,)
+    quantile, epsilon : float
+    bounds : tuple (low, high)
+    rng : numpy.random.Generator
+    log_scale : bool, default=False
+    n_cells : int, default=2048
+
+    Returns
+    -------
+    float
+    """
+    import dask
+    from dask import delayed
+
+    from ..privacy._mechanisms import noise_scale
+
+    _exact_quantile_refused(float(epsilon) / noise_scale())
+    lo, hi, edges = _quantile_edges(bounds, log_scale, n_cells)
+    parts = dask.compute(
+        *[
+            delayed(_edge_counts)(blk, edges, lo, hi, log_scale)
+            for blk in values.to_delayed().ravel()
+        ]
+    )
+    counts = np.zeros(edges.size, dtype=np.int64)
+    for p in parts:
+        counts += p
+    return quantile_from_counts(
+        counts,
+        int(values.shape[0]),
+        quantile,
+        epsilon,
+        bounds=bounds,
+        rng=rng,
+        log_scale=log_scale,
+    )

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...privacy import gaussian_noise
-from .._distributed import as_float_records, bisection_counter
+from .._distributed import as_float_records, bisection_counter, log2_records
 
 __all__ = [
     "BISECTION_STEPS",
@@ -211,8 +211,7 @@ def noisy_log_quantile(
     True
     """
     v = as_float_records(values)  # dask: stays on the workers
-    with np.errstate(all="ignore"):
-        logv = np.log2(np.maximum(v, 0.0))
+    logv = log2_records(v)  # dask: silent on the workers too
     return float(2.0 ** bisect_counts(logv, quantile, z, rng, log2_range, steps))
 
 

@@ -262,6 +262,12 @@ def _stage_reg(reg, stage_coefs, clip_levels, windows):
     return reg(list(stage_coefs), clip_levels.copy(), list(windows))
 
 
+def _first_averaged(n_steps, average_from):
+    if not 0.0 <= average_from < 1.0:
+        raise ValueError("average_from must be in [0, 1).")
+    return int(math.floor(average_from * n_steps))
+
+
 def _prox_step(w, data_grad, lr, reg, center, radius):
     # argmin_x lr <g, x> + lr reg/2 ||x - center||^2 + 1/2 ||x - w||^2, then
     # projection (Algorithm 1, line 5, with the regulariser centred at center)
@@ -287,6 +293,7 @@ def clipped_dp_gd(
     radius=math.inf,
     row_norms=None,
     stages=None,
+    average_from=0.5,
 ):
     """Full-batch DP-GD with per-sample clipping (Algorithm 1, practical form).
 
@@ -355,6 +362,11 @@ def clipped_dp_gd(
         so the privacy cost) is that of one run of ``plan.n_steps`` steps:
         the penalty is data independent, and the stage averages are
         post-processing. ``None``: one stage, ``(plan.n_steps, reg)``.
+    average_from : float, default=0.5
+        Without ``stages``: ``coef`` averages the iterates from step
+        ``floor(average_from * T)`` on (0.5: the second half). Public, and
+        post-processing: a longer tail averages more of the gradient noise
+        once the run has converged.
 
     Returns
     -------
@@ -387,7 +399,7 @@ def clipped_dp_gd(
         if sum(k for k, _, _ in stages) != T or min(k for k, _, _ in stages) < 1:
             raise ValueError("stages must have positive lengths adding up to n_steps.")
     else:
-        stages = [(T, reg, None)]
+        stages = [(T, reg, T - _first_averaged(T, average_from))]
     # step -> (stage index, first averaged step of the stage, last step)
     stage_of, start = [], 0
     for k, (length, _, n_last) in enumerate(stages):
@@ -407,18 +419,18 @@ def clipped_dp_gd(
     else:
         checkpoints = set()
         C = float(clip)
-    with np.errstate(all="ignore"):
-        inv_norms = np.where(row_norms > 0, 1.0 / row_norms, 0.0)
-    # 1 / ||x_i|| overflows for a subnormal norm: the derivative cap would be
-    # inf and the row's gradient (huge |y| times a tiny row) would escape the
-    # clip, so such rows are skipped like zero rows (a per-record map)
-    inv_norms[~np.isfinite(inv_norms)] = 0.0
+    # dask: per chunk, silent on the worker (a zero norm's 1/0 must not warn
+    # there, outside the driver's np.errstate)
+    if is_dask_collection(row_norms):
+        inv_norms = row_norms.map_blocks(_inverse_norms, dtype=np.float64)
+    else:
+        inv_norms = _inverse_norms(row_norms)
     lr = float(step_size)
     clip_levels = np.empty(T)
     step_sizes = np.empty(T)
     acc = np.zeros(d)
     n_avg = 0
-    first_avg = T // 2 if not staged else stage_of[0][1]
+    first_avg = stage_of[0][1]
     stage_windows, window = [], []
     reg = _stage_reg(stages[0][1], stage_coefs, clip_levels[:0], stage_windows)
     # divergence guard state: the last accepted point and the accepted point
@@ -437,9 +449,7 @@ def clipped_dp_gd(
         if t in checkpoints:
             best = None  # gradient norms at different clip levels differ
 
-            with np.errstate(all="ignore"):
-                g = safe_derivatives(loss, as_float_records(X @ w), y)
-                norms = np.abs(g) * row_norms
+            norms = _gradient_norms(X, y, row_norms, w, loss)
             C = min(
                 clip_cap,
                 noisy_log_quantile(
@@ -497,3 +507,35 @@ def clipped_dp_gd(
         )
     coef = acc / n_avg if n_avg else w
     return GDResult(coef, clip_levels, step_sizes, T)
+
+
+def _inverse_norms(row_norms):
+    """``1 / ||x_i||``, 0 for a zero (truncated) or subnormal norm (per record)."""
+    with np.errstate(all="ignore"):
+        inv_norms = np.where(row_norms > 0, 1.0 / row_norms, 0.0)
+    # 1 / ||x_i|| overflows for a subnormal norm: the derivative cap would be
+    # inf and the row's gradient (huge |y| times a tiny row) would escape the
+    # clip, so such rows are skipped like zero rows (a per-record map)
+    inv_norms[~np.isfinite(inv_norms)] = 0.0
+    return inv_norms
+
+
+def _norms_block(X, y, row_norms, w, loss):
+    with np.errstate(all="ignore"):
+        g = safe_derivatives(loss, np.asarray(X @ w), y)
+        return np.abs(g) * row_norms
+
+
+def _gradient_norms(X, y, row_norms, w, loss):
+    """Per-sample gradient norms ``|l'(x_i w, y_i)| ||x_i||`` (dask: per chunk)."""
+    if not is_dask_collection(X):
+        with np.errstate(all="ignore"):
+            g = safe_derivatives(loss, as_float_records(X @ w), y)
+            return np.abs(g) * row_norms
+    import dask.array as da
+
+    # one function per chunk on its worker, silent there (its own errstate)
+    return da.blockwise(
+        _norms_block, "i", X, "ij", y, "i", row_norms, "i",
+        w=np.asarray(w), loss=loss, concatenate=True, dtype=np.float64,
+    )  # fmt: skip

@@ -252,6 +252,7 @@ def known_lipschitz(
     scaled_intercept=True,
     penalties=None,
     scale_floor=None,
+    average_from=0.5,
 ):
     """Algorithm 4 (KnownLipReduction) followed by clipped DP-GD.
 
@@ -324,6 +325,9 @@ def known_lipschitz(
         the truncation level is a norm quantile (a private ``C`` with the
         logistic loss or the squared loss without a radius). ``None``: no
         floor.
+    average_from : float, default=0.5
+        Without ``penalties``: the iterates from step ``floor(average_from
+        * T)`` on are averaged (:func:`clipped_dp_gd`).
 
     Returns
     -------
@@ -441,6 +445,7 @@ def known_lipschitz(
         radius=radius,
         row_norms=norms_t,
         stages=stages,
+        average_from=average_from,
     )
     res.coef = design.to_original(res.coef)
     if stages is not None:

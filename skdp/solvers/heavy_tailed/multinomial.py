@@ -22,10 +22,22 @@ norms) sets which rows count; both are private releases, and their public
 relations are enforced by post-processing: the median row RMS cannot exceed
 the row-norm quantile (``s <= T / r_d``, ``r_d`` the Gaussian reference of
 :func:`~skdp.solvers.heavy_tailed.units.feature_scale`), and ``s`` is floored
-at ``T / (SCALE_FLOOR_FACTOR sqrt(d))`` (a row's RMS over its non-zero
-entries is at least its norm over ``sqrt(d)``; the factor leaves room for
-heavy-tailed norms). A collapsed ``s`` (a huge step) is thus cut back to the
-scale of the row norms.
+at ``T / (F sqrt(d))`` (a row's RMS over its non-zero entries is at least its
+norm over ``sqrt(d)``). A collapsed ``s`` (a huge step) is thus cut back to
+the scale of the row norms.
+
+The floor's factor ``F`` (:func:`scale_floor_factor`) is a public function of
+``n`` and the scale counts' noise ``z``: a collapse needs the bisection to
+take a wrong turn far from the median, where the count's margin is a fair
+fraction of ``n``, so its probability falls like ``Phi(-c n / z)``. Where
+that is not negligible (``n <= 64 z``) the floor is tight,
+``F = SCALE_FLOOR_FACTOR``; above, ``F`` grows like ``n / z`` and is
+infinite without noise. A tight floor on reliable releases cost accuracy on
+heavy-tailed rows, whose high norm quantile ``T`` is far above ``8 sqrt(d)
+s`` (Student-t(3), d = 20: ``T / (sqrt(d) s)`` about 26 at ``epsilon = inf``,
+where ``T`` is the largest norm; the floor set ``s`` 3x too large, a 10x too
+small step, and cost 0.013 accuracy at n = 1e5,
+benchmarks/results/multiclass_rules.md).
 """
 
 import math
@@ -36,6 +48,7 @@ import numpy as np
 from ...losses import LogisticLoss
 from ...privacy import ComposedDpEvent, gaussian_noise, gaussian_steps
 from ...utils._sparse import append_constant_column, as_float_rows, row_nnz, row_norms
+from .._distributed import is_dask_collection
 from .bounds import (
     RANGE_STEPS,
     SEARCH_OCTAVES,
@@ -52,6 +65,7 @@ from .gd import (
     GDResult,
     clipped_dp_gd,
     make_full_batch_plan,
+    practical_step_size,
 )
 from .units import feature_scale, gaussian_norm_median
 
@@ -59,6 +73,9 @@ __all__ = [
     "MULTINOMIAL_CURVATURE",
     "NO_SEARCH_OCTAVES",
     "SCALE_FLOOR_FACTOR",
+    "scale_floor_factor",
+    "MULTINOMIAL_STEP_BOOST",
+    "multinomial_step_size",
     "softmax_residuals",
     "clipped_multinomial_gradient_sum",
     "multinomial_dp_gd",
@@ -70,8 +87,15 @@ __all__ = [
 #: Bound on the largest eigenvalue of the softmax cross-entropy's Hessian
 #: in the scores (``diag(p) - p p^T``): at most 1/2.
 MULTINOMIAL_CURVATURE = 0.5
-#: Public slack of the feature-scale floor ``T / (factor sqrt(d))``.
+#: Public slack of the feature-scale floor ``T / (factor sqrt(d))`` where
+#: the scale release can go astray (:func:`scale_floor_factor`).
 SCALE_FLOOR_FACTOR = 8.0
+#: ``n / z`` of the scale counts up to which the floor is tight.
+FLOOR_RELIABLE_RATIO = 64.0
+#: The multinomial default step is this multiple of the binary rule
+#: (:func:`~skdp.solvers.heavy_tailed.gd.practical_step_size`), at most
+#: ``1 / L`` (:func:`multinomial_step_size`).
+MULTINOMIAL_STEP_BOOST = 4.0
 
 _GUARD_GROWTH = 1.5
 _GUARD_NOISE_FLOOR = 3.0
@@ -148,6 +172,10 @@ def clipped_multinomial_gradient_sum(X, labels, W, norms, clip):
     >>> round(float(np.linalg.norm(g)), 6), round(float(nrm[0]), 4)
     (1.0, 3.5355)
     """
+    if is_dask_collection(X):  # the same kernel per chunk, on the workers
+        from .._distributed import multinomial_gradient_sum_on_workers as on_workers
+
+        return on_workers(X, labels, W, norms, clip)
     with np.errstate(all="ignore"):
         scores = np.asarray(X @ W)
     R = softmax_residuals(scores, labels)
@@ -160,6 +188,68 @@ def clipped_multinomial_gradient_sum(X, labels, W, norms, clip):
         # a subnormal probability times a clip factor underflows: silently
         R *= factor[:, None]
     return np.asarray(X.T @ R), gnorm
+
+
+def scale_floor_factor(n, z):
+    """Factor ``F`` of the feature-scale floor ``T / (F sqrt(d))`` (public).
+
+    ``SCALE_FLOOR_FACTOR * max(1, n / (FLOOR_RELIABLE_RATIO z))``: tight where
+    a noisy scale count can send the bisection astray, looser as the counts'
+    noise ``z`` becomes negligible against ``n``, infinite (no floor) without
+    noise. A function of the public ``n`` and noise multiplier only.
+
+    Parameters
+    ----------
+    n : int
+        Records.
+    z : float
+        Noise multiplier of the scale counts (sensitivity 1; 0: no noise).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> scale_floor_factor(1347, 90.0), scale_floor_factor(100_000, 125.0)
+    (8.0, 100.0)
+    >>> scale_floor_factor(10, 0.0)
+    inf
+    """
+    if z == 0:
+        return math.inf
+    return SCALE_FLOOR_FACTOR * max(1.0, float(n) / (FLOOR_RELIABLE_RATIO * float(z)))
+
+
+def multinomial_step_size(clip_fraction):
+    """Default multinomial step for features of unit scale (public rule).
+
+    ``min(1 / L, MULTINOMIAL_STEP_BOOST * practical_step_size(L, p))`` with
+    ``L = MULTINOMIAL_CURVATURE``: the full ``1 / L`` step up to a planned
+    clipped fraction ``p`` of about 0.1, then ``sqrt(0.096 / p) / L``, never
+    below ``1``. The binary rule's smaller steps under heavy clipping (down
+    to ``1 / (8 L)``) stopped the softmax fits short of their optimum in 30
+    steps (K = 10: -0.02 to -0.03 accuracy), while the full step for every
+    ``p`` lost accuracy on wine at ``epsilon = 5`` (133 rows, ``p = 0.7``);
+    see benchmarks/results/multiclass_rules.md.
+
+    Parameters
+    ----------
+    clip_fraction : float
+        Planned clipped fraction (0 without a private clip search).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> multinomial_step_size(0.0), multinomial_step_size(0.7)
+    (2.0, 1.0)
+    """
+    full = 1.0 / MULTINOMIAL_CURVATURE
+    rule = practical_step_size(MULTINOMIAL_CURVATURE, clip_fraction)
+    return float(min(full, MULTINOMIAL_STEP_BOOST * rule))
 
 
 def _project(W, radius):
@@ -188,8 +278,9 @@ def _scales(X, norms, plan, rng, truncation):
         truncation = scale_quantile(norms, tail, plan.z_scale, rng)
     T = float(truncation)
     if plan.feature_scale and T > 0:
-        # post-processing of two releases: s in [T / (8 sqrt(d)), T / ref]
-        s = min(max(s, T / (SCALE_FLOOR_FACTOR * math.sqrt(max(d, 1)))), T / ref)
+        # post-processing of two releases: s in [T / (F sqrt(d)), T / ref]
+        factor = scale_floor_factor(X.shape[0], plan.z_scale)
+        s = min(max(s, T / (factor * math.sqrt(max(d, 1)))), T / ref)
     return float(s), T
 
 
@@ -205,6 +296,11 @@ def _design(X, labels, plan, rng, truncation, fit_intercept, scaled_intercept):
         truncated ones), the feature scale, the truncation level and the
         intercept column's value (``None`` without intercept).
     """
+    if is_dask_collection(X):  # the same releases; rows kept on the workers
+        from .._distributed import multinomial_design_on_workers as on_workers
+
+        return on_workers(X, labels, plan, rng, truncation, fit_intercept,
+                          scaled_intercept, _scales)  # fmt: skip
     X = as_float_rows(X)
     labels = np.asarray(labels, dtype=np.int64)
     norms = row_norms(X)

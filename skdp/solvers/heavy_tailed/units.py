@@ -48,6 +48,7 @@ from .._distributed import (
     design_on_workers,
     floored_design_on_workers,
     is_dask_collection,
+    log2_records,
 )
 from .bounds import LOG2_RANGE, RANGE_STEPS, bisect_counts
 
@@ -144,8 +145,7 @@ def feature_scale(rms, d, z, rng, *, steps=RANGE_STEPS):
     >>> round(feature_scale(row_rms(X), 10, 0.0, rng), 1)
     4.0
     """
-    with np.errstate(all="ignore"):
-        logv = np.log2(np.maximum(as_float_records(rms), 0.0))
+    logv = log2_records(as_float_records(rms))  # dask: silent on the workers
     hi = bisect_counts(logv, 0.5, z, rng, LOG2_RANGE, steps)
     # midpoint of the final bracket: no side is safer for a step size
     width = (LOG2_RANGE[1] - LOG2_RANGE[0]) / 2.0**steps

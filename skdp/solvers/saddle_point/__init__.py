@@ -7,5 +7,10 @@
   point with a certified inner solver;
 - :mod:`~skdp.solvers.saddle_point.dispatch`: public schedules, calibration
   and dispatch to NSEG / NISPP;
-- :mod:`~skdp.solvers.saddle_point.group_dro`: the group-DRO logistic operator.
+- :mod:`~skdp.solvers.saddle_point.group_dro`: the group-DRO logistic operator;
+- :mod:`~skdp.solvers.saddle_point.plan`: the public plan of a minimax fit
+  (``plan_minimax -> MinimaxPlan``: estimates, schedule, noise, DpEvent) and
+  the ``"gda"`` schedule rule;
+- :mod:`~skdp.solvers.saddle_point.run`: the planned run (``release_inputs``,
+  then ``run_minimax -> MinimaxResult`` for every solver).
 """

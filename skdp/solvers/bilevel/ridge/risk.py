@@ -49,7 +49,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ....privacy import ComposedDpEvent, GaussianDpEvent
+from ....privacy import Budget, ComposedDpEvent, GaussianDpEvent
 from ....utils import clip_rows, clip_targets
 from .signal import signal_test
 from .stats import (
@@ -195,18 +195,15 @@ def plan_risk_estimate(
     if math.isinf(mu):
         stds = {"gram": 0.0, "moment": 0.0, "target_sq": 0.0}
         return RiskEstimatePlan(**common, stds=stds, event=ComposedDpEvent([]))
-    rest = (1.0 - TARGET_SQ_SHARE) * mu**2
+    target_sq, rest = Budget(mu).split([TARGET_SQ_SHARE, 1.0 - TARGET_SQ_SHARE])
+    gram, moment = rest.split([gram_share, 1.0 - gram_share])
     sens = {
         "gram": gram_sensitivity(1.0, c),
         "moment": moment_sensitivity(1.0, 1.0, c),
         "target_sq": 1.0,  # y**2 in [0, 1]
     }
-    budgets = {
-        "gram": gram_share * rest,
-        "moment": (1.0 - gram_share) * rest,
-        "target_sq": TARGET_SQ_SHARE * mu**2,
-    }
-    stds = {k: sens[k] / math.sqrt(budgets[k]) for k in sens}
+    budgets = {"gram": gram, "moment": moment, "target_sq": target_sq}
+    stds = {k: sens[k] * budgets[k].noise_multiplier() for k in sens}
     event = ComposedDpEvent(
         [GaussianDpEvent(stds[k] / sens[k]) for k in ("gram", "moment", "target_sq")]
     )

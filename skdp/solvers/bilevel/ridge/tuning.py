@@ -52,6 +52,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ....privacy import (
+    Budget,
     ComposedDpEvent,
     GaussianDpEvent,
     NoOpDpEvent,
@@ -359,15 +360,16 @@ def plan_bilevel_ridge(settings, n_train, n_val, n_features, mu):
     stds = {}
     if math.isinf(mu):
         return BilevelRidgePlan(s, n_train, n_val, n_features, mu, NoOpDpEvent(), stds)
-    mu2 = mu * mu
-    refit = s.refit_share * mu2
-    rest = mu2 - refit
-    outer = OUTER_SHARE * rest if s.outer_noise else 0.0
+    # Shares of mu**2 (skdp.privacy.Budget): refit, then outer, signal test,
+    # centring and Gram/moment out of the rest.
+    budget = Budget(mu)
+    refit = budget.share(s.refit_share) if s.refit_share > 0 else None
+    rest = budget.share(1.0 - s.refit_share)
     if s.outer_noise and s.inner_solver != "loc_gd":
-        rest -= outer
+        outer, rest = rest.split([OUTER_SHARE, 1.0 - OUTER_SHARE])
         # T Gaussian steps on the training part's clipped mean hypergradient.
         sens = 2.0 * s.outer_clip / n_train
-        stds["outer"] = sens * math.sqrt(s.n_iter / outer)
+        stds["outer"] = sens * outer.noise_multiplier(s.n_iter)
     train_events, val_events, all_events = [], [], []
     if s.outer_noise and s.inner_solver != "loc_gd":
         train_events.append(
@@ -380,9 +382,8 @@ def plan_bilevel_ridge(settings, n_train, n_val, n_features, mu):
         rho = s.correlation
         if s.signal_test_level is not None:
             # Each part's y^T y for the signal test: sensitivity B**2 = 1.
-            share = s.signal_test_share * rest
-            rest -= share
-            stds["target_sq"] = 1.0 / math.sqrt(share)
+            share, rest = rest.split([s.signal_test_share, 1 - s.signal_test_share])
+            stds["target_sq"] = share.noise_multiplier()
             train_events.append(_gaussian(stds["target_sq"], 1.0))
             val_events.append(_gaussian(stds["target_sq"], 1.0))
         # Gram and moment split mu^2 by gram_share. With correlation rho the
@@ -390,21 +391,23 @@ def plan_bilevel_ridge(settings, n_train, n_val, n_features, mu):
         # the same privacy; a shared Gram matrix (all rows, one release) is
         # not correlated with anything.
         scale = 1.0 / math.sqrt(1.0 - rho * rho)
-        stds["moment"] = dm / math.sqrt((1.0 - s.gram_share) * rest) * scale
+        gram, moment = rest.split([s.gram_share, 1.0 - s.gram_share])
+        stds["moment"] = dm * moment.noise_multiplier() * scale
         stds["correlation"] = rho
         moment = _gaussian(stds["moment"] / scale, dm)
         train_events.append(moment)
         val_events.append(moment)
         if s.shared_gram:
-            stds["gram"] = dg / math.sqrt(s.gram_share * rest)
+            stds["gram"] = dg * gram.noise_multiplier()
             all_events.append(_gaussian(stds["gram"], dg))
         else:
-            stds["gram"] = dg / math.sqrt(s.gram_share * rest) * scale
+            stds["gram"] = dg * gram.noise_multiplier() * scale
             train_events.append(_gaussian(stds["gram"] / scale, dg))
             val_events.append(_gaussian(stds["gram"] / scale, dg))
-        if refit > 0:
-            stds["refit_gram"] = dg / math.sqrt(s.gram_share * refit)
-            stds["refit_moment"] = dm / math.sqrt((1.0 - s.gram_share) * refit)
+        if refit is not None:
+            refit_gram, refit_moment = refit.split([s.gram_share, 1 - s.gram_share])
+            stds["refit_gram"] = dg * refit_gram.noise_multiplier()
+            stds["refit_moment"] = dm * refit_moment.noise_multiplier()
             all_events += [
                 _gaussian(stds["refit_gram"], dg),
                 _gaussian(stds["refit_moment"], dm),
@@ -412,34 +415,33 @@ def plan_bilevel_ridge(settings, n_train, n_val, n_features, mu):
     else:
         a, b = _data_bounds(s)
         if s.fit_intercept:
-            centering = CENTERING_SHARE * rest
-            rest -= centering
+            centering, rest = rest.split([CENTERING_SHARE, 1.0 - CENTERING_SHARE])
             # (sum x, sum y) of the training part: sensitivity sqrt((2A)^2 + (2B)^2).
             sens_c = 2.0 * math.sqrt(2.0)
-            stds["centering"] = sens_c / math.sqrt(centering)
+            stds["centering"] = sens_c * centering.noise_multiplier()
             train_events.append(_gaussian(stds["centering"], sens_c))
         if s.inner_solver == "output_perturbation":
             # 2T solves, each 1/z-GDP for a training record.
-            z = math.sqrt(2 * s.n_iter / rest)
+            z = rest.noise_multiplier(2 * s.n_iter)
             stds["multiplier"] = z
             train_events.append(SelfComposedDpEvent(GaussianDpEvent(z), 2 * s.n_iter))
             # Validation records enter the T penalized solves with a smaller
             # sensitivity; the noise is set by the larger one, so their
             # multiplier is at least z.
             val_events.append(SelfComposedDpEvent(GaussianDpEvent(z), s.n_iter))
-            if refit > 0:
-                stds["refit_multiplier"] = 1.0 / math.sqrt(refit)
+            if refit is not None:
+                stds["refit_multiplier"] = refit.noise_multiplier()
                 all_events.append(GaussianDpEvent(stds["refit_multiplier"]))
         else:
             design = loc_gd_design(s, n_train, n_val)
-            noise = calibrate_bilevel_noise(design, None, None, mu=math.sqrt(rest))
+            noise = calibrate_bilevel_noise(design, None, None, mu=rest.mu)
             stds["loc_gd"] = noise
             train_events.append(noise.event.events[1])
             val_events.append(noise.event.events[0])
-            if refit > 0:
+            if refit is not None:
                 steps = s.inner_rounds * s.inner_steps
                 sens = 2.0 * loc_gd_clip(s) / (n_train + n_val)
-                stds["refit_std"] = sens * math.sqrt(steps / refit)
+                stds["refit_std"] = sens * refit.noise_multiplier(steps)
                 all_events.append(
                     SelfComposedDpEvent(_gaussian(stds["refit_std"], sens), steps)
                 )

@@ -1,0 +1,543 @@
+"""Public plan of a minimax group-fair fit: estimates, solver schedule, noise.
+
+:func:`plan_minimax` turns the public inputs of a fit (``epsilon``,
+``delta``, ``n``, the dimensions and the estimator's parameters) into a
+:class:`MinimaxPlan`: which public quantities are estimated privately and
+at which noise, the solver's schedule (:class:`GDASchedule` for the
+full-batch descent-ascent, a :class:`~skdp.solvers.sampling.BatchSchedule`
+for NSEG / NISPP), the noise multiplier of its releases and the privacy
+event of the whole fit. Nothing here reads data: a plan can be printed,
+compared and tested without running a solver, and it is charged to the
+accountant before any record is read.
+
+The schedule rule of ``solver="gda"`` (:func:`gda_schedule`) is public: it
+depends on the per-step noise multiplier only, itself a function of
+``epsilon``, ``delta``, ``max_iter`` and the plan.
+"""
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...privacy import (
+    Budget,
+    ComposedDpEvent,
+    GaussianDpEvent,
+    NonPrivateDpEvent,
+    NoOpDpEvent,
+    SelfComposedDpEvent,
+    calibrate_gaussian,
+    noisy_histogram_event,
+    private_quantile_event,
+)
+from ..heavy_tailed.multinomial import MULTINOMIAL_CURVATURE
+from .dispatch import calibrate_schedule, saddle_point_schedule, schedule_event
+
+__all__ = [
+    "GDASchedule",
+    "MinimaxPlan",
+    "gda_plan",
+    "gda_schedule",
+    "plan_minimax",
+]
+
+# solver="gda" defaults (benchmarks/minimax_fair/main.py): steps, Nesterov
+# momentum, public cap on a record's loss in the risk estimates, share of the
+# loss block in the stacked release (lam * B = _GDA_LOSS_SHARE * C).
+_GDA_MAX_ITER = 100
+_GDA_MOMENTUM = 0.9
+_GDA_LOSS_CAP = 4.0 * math.log(2.0)
+_GDA_LOSS_SHARE = 0.5
+_GDA_DUAL_STEP = 0.3
+_GDA_OPTIMISTIC = True
+_GDA_AVERAGE_FROM = 0.5
+_GDA_DUAL_WARMUP = 0.3
+_GDA_CONFIDENCE = 1.0
+_GDA_RESTART = False
+_GDA_PRIMAL_AVERAGE_FROM = None
+_GDA_STEP_FACTOR = 1.0
+# Public schedule rule continuous in the per-step noise multiplier z (issue
+# 20, round 4; benchmarks/results/minimax_fair_gap_frontier_*_round4.md):
+# with u = max(0, 1 - z / _GDA_NOISELESS_Z) every binary schedule constant
+# is (1 - u) * its noisy value above + u * its noiseless value below. The
+# noisy schedule (small steps, long averaging) averages out the noise; without
+# noise the larger steps and the last primal iterate close the duality gap at
+# the same max_iter. z depends only on epsilon, delta, max_iter and the plan.
+_GDA_NOISELESS_Z = 1.0
+_GDA_NOISELESS = {
+    "step_factor": 3.0,
+    "dual_step": 1.0,
+    "primal_average_from": 0.99,
+    "dual_warmup": 0.1,
+}
+# The multinomial loss has its own schedule (issue 17,
+# benchmarks/results/minimax_fair_multiclass_schedule.md): the primal step is
+# 3 / (K_curv bound^2) at every z (the softmax curvature bound is loose), and
+# the whole-record gradient is clipped at 0.7 bound when noisy, moving to
+# sqrt(2) bound (never binds: the exact objective) as z -> 0 by the same share
+# u. Dual step, warm-up and averaging keep the noisy binary values at every z:
+# the binary noiseless ones made the worst-group log-loss of the K = 5 group
+# task 1.8 times worse at epsilon = inf.
+_GDA_MULTINOMIAL = {"step_factor": 3.0, "clip_factor": 0.7}
+_GDA_NOISELESS_MULTINOMIAL = {"step_factor": 3.0, "clip_factor": math.sqrt(2.0)}
+
+
+def gda_schedule(noise_multiplier, multinomial=False):
+    """Schedule constants of ``solver="gda"`` for a noise multiplier (public).
+
+    The constants move continuously from the noisy schedule (``_GDA_*``) to
+    the noiseless one (``_GDA_NOISELESS``) as ``z`` falls from
+    ``_GDA_NOISELESS_Z`` to 0, by the share ``u = max(0, 1 - z /
+    _GDA_NOISELESS_Z)``. ``z`` is computed from the public budget and plan
+    only, so the rule is post-processing-free public information. The
+    multinomial loss has its own primal step factor and a clip factor
+    (``_GDA_MULTINOMIAL`` to ``_GDA_NOISELESS_MULTINOMIAL``); its other
+    constants stay noisy.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        ``z`` of every step (``0`` at ``epsilon=np.inf``).
+    multinomial : bool, default=False
+        Whether the multinomial loss is fitted.
+
+    Returns
+    -------
+    dict
+        ``step_factor``, ``dual_step``, ``primal_average_from``,
+        ``dual_warmup`` and the share ``noiseless_share`` (``u``).
+
+    Examples
+    --------
+    >>> gda_schedule(0.0)["step_factor"]
+    3.0
+    >>> gda_schedule(50.0)["noiseless_share"]
+    0.0
+    >>> gda_schedule(50.0, multinomial=True)["clip_factor"]
+    0.7
+    """
+    z = float(noise_multiplier)
+    u = max(0.0, 1.0 - z / _GDA_NOISELESS_Z)
+    noiseless = _GDA_NOISELESS_MULTINOMIAL if multinomial else _GDA_NOISELESS
+    noisy = {
+        "step_factor": _GDA_MULTINOMIAL["step_factor"]
+        if multinomial
+        else _GDA_STEP_FACTOR,
+        "dual_step": _GDA_DUAL_STEP,
+        "primal_average_from": (
+            _GDA_AVERAGE_FROM
+            if _GDA_PRIMAL_AVERAGE_FROM is None
+            else _GDA_PRIMAL_AVERAGE_FROM
+        ),
+        "dual_warmup": _GDA_DUAL_WARMUP,
+    }
+    if multinomial:
+        noisy["clip_factor"] = _GDA_MULTINOMIAL["clip_factor"]
+    if u == 0.0:
+        out = dict(noisy)
+        out["primal_average_from"] = _GDA_PRIMAL_AVERAGE_FROM  # as before
+    else:
+        out = {
+            k: (1.0 - u) * v + u * noiseless[k] if k in noiseless else v
+            for k, v in noisy.items()
+        }
+    out["noiseless_share"] = u
+    return out
+
+
+@dataclass(frozen=True)
+class GDASchedule:
+    """Public schedule of ``solver="gda"`` (full-batch noisy descent-ascent).
+
+    Everything :func:`~skdp.solvers.saddle_point.gda.group_dro_gda` needs
+    besides the rows and the public row bound, which is known only once it
+    has been released (:meth:`settings`).
+
+    Attributes
+    ----------
+    n_steps : int
+        Full-batch releases.
+    noise_multiplier : float
+        ``z`` of every release, relative to its own sensitivity.
+    n_classes : int
+        ``2``: binary logistic loss; more: multinomial loss.
+    radius : float
+        Radius of the coefficient ball (Frobenius for ``n_classes > 2``).
+    step_scale : float
+        User multiplier of the primal step.
+    step_factor : float
+        Schedule multiplier of the primal step.
+    clip_factor : float
+        Per-record gradient clip in units of the row bound (``1`` for the
+        binary loss, where it never binds; the multinomial gradient's norm is
+        at most ``sqrt(2)`` row bounds).
+    dual_step, dual_warmup, average_from, primal_average_from : float
+        Dual step, warm-up fraction and averaging windows
+        (``primal_average_from`` may be ``None``: the same as
+        ``average_from``).
+    momentum : float
+    optimistic : bool
+    confidence : float
+    restart : bool
+    noiseless_share : float
+        ``u`` of :func:`gda_schedule`.
+    """
+
+    n_steps: int
+    noise_multiplier: float
+    n_classes: int
+    radius: float
+    step_scale: float
+    step_factor: float
+    clip_factor: float
+    dual_step: float
+    dual_warmup: float
+    average_from: float
+    primal_average_from: Any
+    momentum: float
+    optimistic: bool
+    confidence: float
+    restart: bool
+    noiseless_share: float
+
+    @property
+    def multinomial(self):
+        """Whether the multinomial (softmax) loss is fitted."""
+        return self.n_classes > 2
+
+    def settings(self, bound, n_groups):
+        """Clip, loss cap and step sizes for rows of norm at most ``bound``.
+
+        Parameters
+        ----------
+        bound : float
+            Public (given or released) bound on the augmented row norms.
+        n_groups : int
+
+        Returns
+        -------
+        dict
+            ``clip``, ``loss_bound``, ``loss_factor`` and ``primal_step``.
+
+        Examples
+        --------
+        >>> s = gda_plan(np.inf, 1e-6, [], None, radius=5.0).schedule
+        >>> s.settings(2.0, 1)["clip"], s.settings(2.0, 1)["primal_step"]
+        (2.0, 3.0)
+        """
+        if self.multinomial:
+            # ||x (p - e_y)^T|| <= sqrt(2) bound: the Frobenius clip of the
+            # whole d x K gradient binds when noisy (factor 0.7) and never
+            # without noise (factor sqrt(2): epsilon=inf is the unclipped
+            # multinomial objective).
+            clip = self.clip_factor * bound
+            # Losses are capped at a public multiple of the loss at W = 0.
+            loss_cap = _GDA_LOSS_CAP * math.log(self.n_classes) / math.log(2.0)
+            # 1 / smoothness bound (the softmax Hessian is at most 1/2) times
+            # the schedule's factor
+            primal_step = (
+                self.step_scale * self.step_factor / (MULTINOMIAL_CURVATURE * bound**2)
+            )
+        else:
+            clip = bound  # |l'| <= 1 and ||x|| <= bound: per-record gradients fit
+            loss_cap = min(float(np.logaddexp(0.0, self.radius * bound)), _GDA_LOSS_CAP)
+            # 1 / smoothness bound times the schedule's factor (1 when noisy)
+            primal_step = self.step_scale * self.step_factor * 4.0 / bound**2
+        loss_factor = _GDA_LOSS_SHARE * clip / loss_cap if n_groups > 1 else 0.0
+        return {
+            "clip": clip,
+            "loss_bound": loss_cap,
+            "loss_factor": loss_factor,
+            "primal_step": primal_step,
+        }
+
+
+@dataclass(frozen=True)
+class GDAPlan:
+    """:func:`gda_plan`'s result: the schedule and the whole fit's event.
+
+    Attributes
+    ----------
+    schedule : GDASchedule
+    event : DpEvent
+        The fixed events (if any) composed with the ``n_steps`` releases.
+    """
+
+    schedule: GDASchedule
+    event: Any
+
+
+def gda_plan(
+    epsilon,
+    delta,
+    fixed,
+    max_iter,
+    *,
+    n_classes=2,
+    radius=5.0,
+    step_scale=1.0,
+    dual_step=None,
+):
+    """Public plan of ``solver="gda"`` next to the ``fixed`` estimation events.
+
+    ``n_steps`` full-batch releases (``max_iter``, default 100) at the noise
+    multiplier ``z`` that meets ``(epsilon, delta)`` together with the
+    ``fixed`` events, and the schedule rule of :func:`gda_schedule` at that
+    ``z``.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+    fixed : list of DpEvent
+        Other releases of the same fit (estimates), composed first.
+    max_iter : int or None
+    n_classes : int, default=2
+    radius : float, default=5.0
+    step_scale : float, default=1.0
+    dual_step : float or None, default=None
+        ``None``: the schedule rule's.
+
+    Returns
+    -------
+    GDAPlan
+
+    Examples
+    --------
+    >>> plan = gda_plan(1.0, 1e-6, [], 10)
+    >>> plan.schedule.n_steps, round(plan.schedule.noise_multiplier, 2)
+    (10, 13.36)
+    """
+    fixed_event = ComposedDpEvent(fixed) if fixed else NoOpDpEvent()
+    n_steps = _GDA_MAX_ITER if max_iter is None else int(max_iter)
+    z = calibrate_gaussian(
+        epsilon, delta, n_steps, other_event=fixed_event if fixed else None
+    )
+    steps_event = (
+        SelfComposedDpEvent(GaussianDpEvent(z), n_steps)
+        if np.isfinite(epsilon)
+        else NonPrivateDpEvent()
+    )
+    event = ComposedDpEvent([fixed_event, steps_event]) if fixed else steps_event
+    rule = gda_schedule(z, multinomial=n_classes > 2)
+    schedule = GDASchedule(
+        n_steps=n_steps,
+        noise_multiplier=z,
+        n_classes=int(n_classes),
+        radius=float(radius),
+        step_scale=float(step_scale),
+        step_factor=rule["step_factor"],
+        clip_factor=rule.get("clip_factor", 1.0),
+        dual_step=float(rule["dual_step"] if dual_step is None else dual_step),
+        dual_warmup=rule["dual_warmup"],
+        average_from=_GDA_AVERAGE_FROM,
+        primal_average_from=rule["primal_average_from"],
+        momentum=_GDA_MOMENTUM,
+        optimistic=_GDA_OPTIMISTIC,
+        confidence=_GDA_CONFIDENCE,
+        restart=_GDA_RESTART,
+        noiseless_share=rule["noiseless_share"],
+    )
+    return GDAPlan(schedule, event)
+
+
+@dataclass(frozen=True)
+class MinimaxPlan:
+    """Public plan of a minimax group-fair fit (built without data).
+
+    Attributes
+    ----------
+    solver : {"gda", "nseg", "nispp"}
+    n_samples, n_groups, n_classes : int
+    estimates : tuple of str
+        Public quantities released privately before the solver runs, in
+        order: ``"feature_norm"``, ``"group_priors"``, ``"center"``.
+    estimate_mu : float
+        GDP parameter of each estimate (the norm quantile is released at
+        ``epsilon = estimate_mu``, the same zCDP cost).
+    estimate_noise_multiplier : float
+        Noise multiplier of the Gaussian estimates (histogram, mean).
+    noise_multiplier : float
+        ``z`` of the solver's releases.
+    n_releases : int
+        Noisy releases of the solver.
+    event : DpEvent
+        The whole fit's privacy event (charged before any record is read).
+    radius : float
+    min_group_prior : float
+    intercept_scaling : float
+        Value of the constant column (``0``: no intercept).
+    step_scale : float
+    dual_scale : float or None
+        NSEG / NISPP only.
+    gda : GDASchedule or None
+        ``solver="gda"``.
+    batches : BatchSchedule or None
+        NSEG / NISPP.
+    """
+
+    solver: str
+    n_samples: int
+    n_groups: int
+    n_classes: int
+    estimates: tuple
+    estimate_mu: float
+    estimate_noise_multiplier: float
+    noise_multiplier: float
+    n_releases: int
+    event: Any
+    radius: float
+    min_group_prior: float
+    intercept_scaling: float
+    step_scale: float
+    dual_scale: Any = None
+    gda: Any = None
+    batches: Any = None
+
+    @property
+    def fit_intercept(self):
+        """Whether a constant column is appended."""
+        return self.intercept_scaling > 0
+
+
+def plan_minimax(
+    epsilon,
+    delta,
+    n_samples,
+    n_features,
+    n_groups,
+    n_classes,
+    *,
+    solver="gda",
+    estimate_norm=True,
+    estimate_priors=True,
+    center=False,
+    estimation_share=0.1,
+    max_iter=None,
+    sampling="poisson",
+    batch_size=None,
+    radius=5.0,
+    step_scale=1.0,
+    dual_scale=None,
+    dual_step=None,
+    min_group_prior=0.05,
+    fit_intercept=True,
+    intercept_scaling=1.0,
+):
+    """Plan a minimax group-fair fit from public inputs only.
+
+    Each estimate takes its part of ``estimation_share`` of ``mu**2`` (GDP):
+    a Gaussian one (histogram of the groups, mean) is released at that GDP
+    parameter; the pure-DP norm quantile gets ``epsilon`` = its ``mu`` (the
+    same zCDP cost). The solver's noise is then calibrated exactly to what
+    is left.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        Target of the whole fit.
+    n_samples : int
+        Public number of records.
+    n_features : int
+        Number of features (without the intercept column).
+    n_groups, n_classes : int
+    solver : {"gda", "nseg", "nispp"}, default="gda"
+    estimate_norm : bool, default=True
+        Estimate the feature-norm bound privately.
+    estimate_priors : bool, default=True
+        Estimate the group priors privately (only with several groups).
+    center : bool, default=False
+        Release a private mean to centre the features.
+    estimation_share : float, default=0.1
+    max_iter, sampling, batch_size, radius, step_scale, dual_scale, dual_step
+        As in :class:`~skdp.fairness.MinimaxFairClassifier`.
+    min_group_prior : float, default=0.05
+    fit_intercept : bool, default=True
+    intercept_scaling : float, default=1.0
+
+    Returns
+    -------
+    MinimaxPlan
+
+    Examples
+    --------
+    >>> plan = plan_minimax(1.0, 1e-6, 1000, 3, 2, 2, max_iter=10)
+    >>> plan.estimates, plan.n_releases
+    (('feature_norm', 'group_priors'), 10)
+    >>> plan == plan_minimax(1.0, 1e-6, 1000, 3, 2, 2, max_iter=10)
+    True
+    """
+    eps = float(epsilon)
+    n_groups = int(n_groups)
+    estimates = []
+    if estimate_norm:
+        estimates.append("feature_norm")
+    if estimate_priors and n_groups > 1:
+        estimates.append("group_priors")
+    if center:
+        estimates.append("center")
+    estimate = Budget.from_target(eps, delta, margin=False).share(
+        estimation_share, max(len(estimates), 1)
+    )
+    mu_est = estimate.mu
+    z_est = estimate.noise_multiplier()
+    fixed = []
+    for name in estimates:
+        if name == "feature_norm":
+            fixed.append(private_quantile_event(mu_est))
+        elif name == "group_priors":
+            fixed.append(noisy_histogram_event(z_est))
+        else:
+            fixed.append(GaussianDpEvent(z_est))
+    common = dict(
+        solver=solver,
+        n_samples=int(n_samples),
+        n_groups=n_groups,
+        n_classes=int(n_classes),
+        estimates=tuple(estimates),
+        estimate_mu=mu_est,
+        estimate_noise_multiplier=z_est,
+        radius=float(radius),
+        min_group_prior=float(min_group_prior),
+        intercept_scaling=float(intercept_scaling) if fit_intercept else 0.0,
+        step_scale=float(step_scale),
+    )
+    if solver == "gda":
+        plan = gda_plan(
+            eps,
+            delta,
+            fixed,
+            max_iter,
+            n_classes=n_classes,
+            radius=radius,
+            step_scale=step_scale,
+            dual_step=dual_step,
+        )
+        return MinimaxPlan(
+            noise_multiplier=plan.schedule.noise_multiplier,
+            n_releases=plan.schedule.n_steps,
+            event=plan.event,
+            gda=plan.schedule,
+            **common,
+        )
+    fixed_event = ComposedDpEvent(fixed) if fixed else NoOpDpEvent()
+    batches = saddle_point_schedule(
+        solver,
+        sampling,
+        n_samples,
+        dim=int(n_features) + int(fit_intercept) + n_groups,
+        epsilon=eps,
+        delta=delta,
+        batch_size=batch_size,
+        max_iter=max_iter,
+    )
+    z = calibrate_schedule(batches, eps, delta, fixed_event)
+    return MinimaxPlan(
+        noise_multiplier=z,
+        n_releases=batches.n_releases,
+        event=schedule_event(batches, z, fixed_event),
+        dual_scale=None if dual_scale is None else float(dual_scale),
+        batches=batches,
+        **common,
+    )
