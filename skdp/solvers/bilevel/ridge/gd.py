@@ -70,7 +70,7 @@ dominates, as it does wherever the penalty matters, this is small.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.stats import norm
@@ -214,6 +214,21 @@ SIGNAL_FLOOR = 0.1
 PLUGIN_RULE = dict(
     statistical=True, curvature_correction=True, signal_floor=SIGNAL_FLOOR
 )
+#: Large-``n`` rule (``large_n_rule=True`` of :func:`plan_ridge_gd`, from
+#: ``n >= LARGE_N`` on; a public rule of ``n``), after
+#: :class:`~skdp.linear_model.HeavyTailedLinearRegression`'s (issue 21).
+LARGE_N = 10_000
+#: ... at least this fraction of the gradients clipped (``None``: the
+#: :data:`CLIP_TARGET` rule alone) ...
+LARGE_N_CLIPPED = None
+#: ... at most this fraction (``None``: the cap of :data:`CLIP_TARGET`) ...
+LARGE_N_MAX_CLIPPED = None
+#: ... the first (unpenalized) stage averages its iterates from this fraction
+#: of its steps on (``None``: its second half) ...
+LARGE_N_AVERAGE_FROM = None
+#: ... and the default step is at least this (for features of unit scale;
+#: ``None``: the floor of ``practical_step_size``).
+LARGE_N_STEP_FLOOR = None
 
 
 def stage_lengths(n_steps, n_penalties):
@@ -282,6 +297,9 @@ class RidgeGDPlan:
         (:func:`~skdp.solvers.bilevel.ridge.curvature.clipped_curvature`,
         sensitivity 1); ``inf``: none (the rule uses the planned
         curvature).
+    step_floor : float, default=0.0
+        Floor of :func:`ridge_gd`'s default step (for features of unit
+        scale; ``large_n_rule`` of :func:`plan_ridge_gd`).
     """
 
     fit: KnownLipschitzPlan
@@ -293,6 +311,7 @@ class RidgeGDPlan:
     z_intercept: float = math.inf
     z_constant: float = math.inf
     z_curvature: float = math.inf
+    step_floor: float = 0.0
 
     @property
     def event(self):
@@ -339,6 +358,7 @@ def plan_ridge_gd(
     intercept_share=INTERCEPT_SHARE,
     constant_share=0.0,
     curvature_share=0.0,
+    large_n_rule=False,
 ):
     """Split a GDP budget ``mu`` between the path and its selection.
 
@@ -385,6 +405,12 @@ def plan_ridge_gd(
         :data:`CURVATURE_SHARE` where the plan without it has
         :func:`gradient_noise_ratio` above :data:`CURVATURE_RATIO`, else 0
         (a public rule of ``n``, ``d``, ``mu`` and the steps).
+    large_n_rule : bool, default=False
+        From ``n >= LARGE_N`` on, apply the large-``n`` rule
+        (:data:`LARGE_N_CLIPPED`, :data:`LARGE_N_MAX_CLIPPED`,
+        :data:`LARGE_N_AVERAGE_FROM` with
+        ``tuning="risk_estimate"``, :data:`LARGE_N_STEP_FLOOR`); a public
+        rule of ``n``.
 
     Returns
     -------
@@ -408,6 +434,7 @@ def plan_ridge_gd(
         clip_target=clip_target,
         small_n_share=small_n_share,
         intercept_share=intercept_share,
+        large_n_rule=large_n_rule,
     )
     if isinstance(curvature_share, str):
         if curvature_share != "auto":
@@ -458,6 +485,13 @@ def plan_ridge_gd(
     if select_share > 0:
         z_select, z_fit = split_gdp(mu, [(1, select_share), (1, 1.0 - select_share)])
         mu_fit = math.inf if z_fit == 0 else 1.0 / z_fit
+    large = bool(large_n_rule) and n >= LARGE_N
+    if large and LARGE_N_CLIPPED is not None:
+        low = max(clip_target.min_fraction, float(LARGE_N_CLIPPED))
+        clip_target = replace(clip_target, min_fraction=low)
+    if large and LARGE_N_MAX_CLIPPED is not None:
+        high = min(clip_target.max_fraction, float(LARGE_N_MAX_CLIPPED))
+        clip_target = replace(clip_target, max_fraction=high)
     loss = SquaredLoss()
     n_scales = known_lipschitz_scales(loss, math.inf, intercept=fit_intercept)
     fit = make_known_lipschitz_plan(
@@ -475,7 +509,10 @@ def plan_ridge_gd(
         if n_steps < 2:
             raise ValueError('tuning="risk_estimate" needs at least 2 steps.')
         first = n_steps // 2
-        stages = ((first, first - first // 2), (n_steps - first, n_steps - first))
+        skip = first // 2
+        if large and LARGE_N_AVERAGE_FROM is not None:
+            skip = min(first - 1, int(float(LARGE_N_AVERAGE_FROM) * first))
+        stages = ((first, first - skip), (n_steps - first, n_steps - first))
     else:
         stages = stage_lengths(n_steps, K)
     return RidgeGDPlan(
@@ -488,6 +525,7 @@ def plan_ridge_gd(
         z_intercept,
         z_constant,
         z_curvature,
+        0.0 if not large or LARGE_N_STEP_FLOOR is None else float(LARGE_N_STEP_FLOOR),
     )
 
 
@@ -1228,6 +1266,7 @@ def ridge_gd(
     """
     if step_size is None:
         step_size = practical_step_size(1.0, plan.fit.gd.clip_fraction)
+        step_size = max(step_size, plan.step_floor)
     penalties = [(m, p, a) for p, (m, a) in zip(plan.penalties, plan.stages)]
     if plan.tuning == "risk_estimate":
         rule = plugin_penalty(
