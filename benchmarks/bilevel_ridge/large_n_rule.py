@@ -23,7 +23,7 @@ and ``random_state``):
 Baselines: ``HeavyTailedLinearRegression()`` (defaults) and the best
 fixed-clip DP-GD in hindsight (``dpgd_best``), as in ``vs_baselines.py``.
 Writes ``benchmarks/results/bilevel_ridge_large_n_rule.md`` and the raw
-scores as JSON (``..._subset`` with ``--only``, ``..._s<seeds>`` with other
+scores as JSON (``..._subset`` with ``--only`` or ``--variants``, ``..._s<seeds>`` with other
 than 5 seeds).
 """
 
@@ -98,7 +98,13 @@ def main():
     parser.add_argument(
         "--only", nargs="+", default=None, help="substrings of the task names"
     )
+    parser.add_argument(
+        "--variants", nargs="+", default=None, help="names of VARIANTS to run"
+    )
     args = parser.parse_args()
+    names = list(VARIANTS) if args.variants is None else args.variants
+    if "base" not in names:
+        names.insert(0, "base")
     t0 = time.perf_counter()
     cells = {
         k: v
@@ -118,7 +124,7 @@ def main():
             out = {}
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                for name in VARIANTS:
+                for name in names:
                     out[name] = score(fit_variant(name, X, y, seed, bounds))
                 h = HeavyTailedLinearRegression(
                     epsilon=EPS, delta=delta, random_state=seed
@@ -136,18 +142,20 @@ def main():
     elapsed = (time.perf_counter() - t0) / 60
     RESULTS.mkdir(exist_ok=True)
     name = "bilevel_ridge_large_n_rule"
-    name += "" if args.only is None else "_subset"
+    name += "" if args.only is None and args.variants is None else "_subset"
     name += "" if args.seeds == 5 else f"_s{args.seeds}"
     (RESULTS / f"{name}_raw.json").write_text(json.dumps(raw, indent=1))
-    report = write_report(raw, args, elapsed)
+    report = write_report(raw, args, elapsed, names)
     (RESULTS / f"{name}.md").write_text(report)
     print(report)
 
 
-def write_report(raw, args, elapsed):
+def write_report(raw, args, elapsed, names):
     only = (
         "" if args.only is None else " --only " + " ".join(repr(s) for s in args.only)
     )
+    if args.variants is not None:
+        only += " --variants " + " ".join(repr(s) for s in args.variants)
     L = [
         "# BilevelRidge gd: HeavyTailedLinearRegression's large-n rule",
         "",
@@ -162,7 +170,6 @@ def write_report(raw, args, elapsed):
         "the per-seed ratio variant / base (same data and random_state).",
         "",
     ]
-    names = list(VARIANTS)
     L.append(
         "| task | htlr | dpgd_best | "
         + " | ".join(f"{v} /htlr | {v} /dpgd" for v in names)
