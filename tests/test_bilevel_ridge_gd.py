@@ -653,3 +653,73 @@ def test_noise_swamped_fit_is_not_worse_than_the_zero_model():
             ).fit(X, y)
         scores.append(np.sum((m.coef_ - theta) ** 2) + (m.intercept_ - 1.0) ** 2)
     assert np.median(scores) <= 1.5 * 2.0
+
+
+# -- large-n rule (HeavyTailedLinearRegression's, issue 21) --------------------
+def _set_large_n_rule(monkeypatch, clipped=0.4, max_clipped=None, avg=0.25, step=0.4):
+    monkeypatch.setattr(rgd, "LARGE_N_CLIPPED", clipped)
+    monkeypatch.setattr(rgd, "LARGE_N_MAX_CLIPPED", max_clipped)
+    monkeypatch.setattr(rgd, "LARGE_N_AVERAGE_FROM", avg)
+    monkeypatch.setattr(rgd, "LARGE_N_STEP_FLOOR", step)
+
+
+def test_large_n_rule_is_a_public_rule_of_n(monkeypatch):
+    _set_large_n_rule(monkeypatch)
+    mu, d = gdp_mu(1.0, 1e-10), 20
+    kw = dict(tuning="risk_estimate", curvature_share="auto")
+    for n in (1000, rgd.LARGE_N - 1):  # below the switch: the plan is unchanged
+        assert rgd.plan_ridge_gd(mu, n, d, large_n_rule=True, **kw) == (
+            rgd.plan_ridge_gd(mu, n, d, **kw)
+        )
+    n = 100_000
+    off = rgd.plan_ridge_gd(mu, n, d, **kw)
+    on = rgd.plan_ridge_gd(mu, n, d, large_n_rule=True, **kw)
+    assert off.fit.gd.clip_fraction < 0.4 == on.fit.gd.clip_fraction
+    assert off.stages == ((50, 25), (50, 50))
+    assert on.stages == ((50, 38), (50, 50))  # averaged from step 12 of 50
+    assert (off.step_floor, on.step_floor) == (0.0, 0.4)
+    # the same privacy: the rule only moves public quantities
+    assert gdp_mu_of(on.event) == pytest.approx(gdp_mu_of(off.event), rel=1e-12)
+    assert gdp_mu_of(on.event) == pytest.approx(mu, rel=1e-6)
+    # the cap lowers a clipped fraction above it and leaves the floor's
+    _set_large_n_rule(monkeypatch, clipped=None, max_clipped=0.5)
+    capped = rgd.plan_ridge_gd(mu, 10_000, d, large_n_rule=True, **kw)
+    assert rgd.plan_ridge_gd(mu, 10_000, d, **kw).fit.gd.clip_fraction == 0.7
+    assert capped.fit.gd.clip_fraction == 0.5
+    # switched off constants: the plan of large_n_rule=False
+    _set_large_n_rule(monkeypatch, None, None, None, None)
+    assert rgd.plan_ridge_gd(mu, n, d, large_n_rule=True, **kw) == off
+
+
+def test_large_n_rule_step_floor_is_the_default_step(monkeypatch):
+    _set_large_n_rule(monkeypatch)
+    rng = np.random.default_rng(0)
+    X, y, _ = _linear(rng, 10_000, 4, noise=2.0)
+    plan = rgd.plan_ridge_gd(
+        gdp_mu(1.0, 1e-8), *X.shape, tuning="risk_estimate", large_n_rule=True
+    )
+    default = gd.practical_step_size(1.0, plan.fit.gd.clip_fraction)
+    assert default < plan.step_floor == 0.4
+    a = rgd.ridge_gd(X, y, plan, np.random.default_rng(3))
+    b = rgd.ridge_gd(X, y, plan, np.random.default_rng(3), step_size=0.4)
+    c = rgd.ridge_gd(X, y, plan, np.random.default_rng(3), step_size=default)
+    np.testing.assert_array_equal(a.coef, b.coef)
+    assert a.intercept == b.intercept
+    assert not np.array_equal(a.coef, c.coef)
+
+
+def test_bilevel_ridge_gd_asks_for_the_large_n_rule(monkeypatch):
+    seen = []
+    real = bilevel_module.plan_ridge_gd
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("large_n_rule"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bilevel_module, "plan_ridge_gd", spy)
+    rng = np.random.default_rng(0)
+    X, y, _ = _linear(rng, 500, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        BilevelRidge(inner_solver="gd", epsilon=1.0, random_state=0).fit(X, y)
+    assert seen == [True]

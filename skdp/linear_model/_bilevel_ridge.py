@@ -922,6 +922,10 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             # diabetes measured 1.40x, benchmarks/results/
             # bilevel_ridge_noise_estimate.md).
             curvature_share="auto" if self.feature_norm is not None else 0.0,
+            # from n >= 1e4 on, HeavyTailedLinearRegression's large-n rule
+            # (a public rule of n; its parts are all off: none measured
+            # better in every cell, see plan_ridge_gd's LARGE_N constants)
+            large_n_rule=True,
         )
         if plan.fit.default_scales and (
             self.feature_norm is None or self.target_bound is None
