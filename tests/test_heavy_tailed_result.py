@@ -45,18 +45,6 @@ def test_weights_and_intercept_of_a_softmax_matrix():
     np.testing.assert_array_equal(res.intercept, np.zeros(3))
 
 
-def test_extra_mirrors_the_named_releases():
-    res = HeavyTailedResult(
-        np.zeros(2), np.ones(1), np.ones(1), 1, feature_scale=2.0, truncation=5.0
-    )
-    assert res.extra == {
-        "truncation": 5.0,
-        "feature_scale": 2.0,
-        "target_scale": None,
-        "stage_coefs": None,
-    }
-
-
 def _runs():
     X, y = _data()
     ys = np.sign(y - np.median(y))

@@ -339,9 +339,9 @@ def test_tiny_data_uses_public_scales_and_spends_nothing_on_them(monkeypatch):
     )
     assert all(size == d + 1 for _, size in rec.calls)  # only gradient noise
     assert len(rec.calls) == 10
-    assert res.extra["feature_scale"] == 1.0
+    assert res.feature_scale == 1.0
     B, _ = bounds.default_scales(d + 1, SquaredLoss())
-    assert res.extra["truncation"] == pytest.approx(B * bounds.UNRELIABLE_SLACK)
+    assert res.truncation == pytest.approx(B * bounds.UNRELIABLE_SLACK)
 
 
 def test_small_n_share_pays_the_scales_and_spends_exactly_mu(monkeypatch):
@@ -372,8 +372,8 @@ def test_small_n_share_pays_the_scales_and_spends_exactly_mu(monkeypatch):
     )
     counts = [std for std, size in rec.calls if size is None]
     assert sum(std == plan.z_scale for std in counts) == 4 * bounds.RANGE_STEPS
-    assert 0.01 < res.extra["feature_scale"] < 1.0  # private, not the default 1
-    assert res.extra["target_scale"] > 100.0  # not the default 3
+    assert 0.01 < res.feature_scale < 1.0  # private, not the default 1
+    assert res.target_scale > 100.0  # not the default 3
     # too small even for half the budget: public defaults, as before
     tiny = kl.make_known_lipschitz_plan(
         mu, 100, d + 1, 10, n_scales=3, feature_scale=True, small_n_share=0.5

@@ -174,8 +174,8 @@ def test_solver_draws_the_feature_scale_it_planned(monkeypatch):
     )
     scale_counts = [c for c in calls if c == (plan.z_scale, None)]
     assert len(scale_counts) == plan.n_scales * RANGE_STEPS == (needed + 1) * 10
-    assert res.extra["feature_scale"] == pytest.approx(100.0, rel=0.2)
-    assert res.step_sizes[0] == pytest.approx(1.0 / res.extra["feature_scale"] ** 2)
+    assert res.feature_scale == pytest.approx(100.0, rel=0.2)
+    assert res.step_sizes[0] == pytest.approx(1.0 / res.feature_scale**2)
     # a plan whose quantiles do not include the feature scale is refused
     short = kl.make_known_lipschitz_plan(
         gdp_mu(1.0, 1e-5), 3000, D + 1, 20, n_scales=needed - 1, feature_scale=True
@@ -417,8 +417,8 @@ def test_scale_floor_raises_a_collapsed_scale_to_the_norm_quantile():
     floored = kl.known_lipschitz(
         X, y, SquaredLoss(), plan, np.random.default_rng(1), scale_floor=8.0, **kw
     )
-    s0, s1 = plain.extra["feature_scale"], floored.extra["feature_scale"]
-    T = floored.extra["truncation"]
+    s0, s1 = plain.feature_scale, floored.feature_scale
+    T = floored.truncation
     assert s0 < 1e-3
     assert s1 == pytest.approx(T / (8.0 * math.sqrt(d)))
     assert np.all(np.isfinite(floored.coef))
@@ -436,7 +436,7 @@ def test_scale_floor_leaves_a_consistent_scale_alone():
     b = kl.known_lipschitz(
         X, y, SquaredLoss(), plan, np.random.default_rng(2), scale_floor=8.0, **kw
     )
-    assert a.extra["feature_scale"] == b.extra["feature_scale"]
+    assert a.feature_scale == b.feature_scale
     np.testing.assert_array_equal(a.coef, b.coef)
 
 

@@ -211,7 +211,7 @@ def test_solver_scale_is_consistent_with_the_truncation_level():
     y = rng.integers(0, 3, size=5000)
     plan = make_known_lipschitz_plan(np.inf, 5000, 15, 5, feature_scale=True)
     res = multinomial_dp_gd(X * 1e-6, y, 3, plan, rng, step_size=1.0)
-    assert res.extra["feature_scale"] == pytest.approx(1e-6, rel=0.2)
+    assert res.feature_scale == pytest.approx(1e-6, rel=0.2)
 
 
 # -- the known defect: one class's scale collapsing on digits ----------------------

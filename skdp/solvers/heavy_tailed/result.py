@@ -18,9 +18,6 @@ import numpy as np
 
 __all__ = ["HeavyTailedResult"]
 
-#: Names of the releases that older callers read from ``result.extra``.
-_EXTRA = ("truncation", "feature_scale", "target_scale", "stage_coefs")
-
 
 @dataclass
 class HeavyTailedResult:
@@ -99,12 +96,3 @@ class HeavyTailedResult:
                 return self.coef[-1].copy()
             return np.zeros(self.coef.shape[1])
         return float(self.coef[-1]) if self.fit_intercept else 0.0
-
-    @property
-    def extra(self):
-        """The named releases as a dict (read-only; for older callers).
-
-        Keys ``"truncation"``, ``"feature_scale"``, ``"target_scale"`` and
-        ``"stage_coefs"`` (``None`` when not released).
-        """
-        return {name: getattr(self, name) for name in _EXTRA}

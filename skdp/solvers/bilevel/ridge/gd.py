@@ -1450,8 +1450,8 @@ def ridge_gd(
         fit_intercept=plan.fit_intercept,
         penalties=penalties,
     )
-    s = float(res.extra["feature_scale"])
-    candidates = res.extra["stage_coefs"]
+    s = float(res.feature_scale)
+    candidates = res.stage_coefs
     K = len(candidates)
     if plan.tuning == "risk_estimate":
         diffs = stds = np.array([np.inf, 0.0])
@@ -1461,7 +1461,7 @@ def ridge_gd(
             y,
             candidates,
             s,
-            res.extra["target_scale"],
+            res.target_scale,
             plan.z_select,
             rng,
             plan.fit_intercept,
@@ -1482,7 +1482,7 @@ def ridge_gd(
             y,
             w,
             s,
-            check_residual_clip(coef_k, s, sigma, res.extra["target_scale"]),
+            check_residual_clip(coef_k, s, sigma, res.target_scale),
             plan.z_constant,
             rng,
             plan.fit_intercept,
@@ -1497,7 +1497,7 @@ def ridge_gd(
         )
         no_signal = plan.measure_curvature and chosen[0] >= MAX_PENALTY
         as_constant = constant or (NO_SIGNAL_AS_CONSTANT and no_signal)
-        target = res.extra["target_scale"]
+        target = res.target_scale
         if as_constant and not constant and target is not None:
             Q = min(Q, no_signal_residual_clip(w, float(target), s, row_bound))
         if math.isinf(Q) and plan.z_intercept > 0:
@@ -1554,8 +1554,8 @@ def ridge_gd(
         "clip_thresholds": res.clip_levels,
         "step_sizes": res.step_sizes,
         "feature_scale": s,
-        "truncation_threshold": res.extra["truncation"],
-        "target_scale": res.extra["target_scale"],
+        "truncation_threshold": res.truncation,
+        "target_scale": res.target_scale,
         "constant_model": constant,
         "constant_difference": check[0],
         "constant_std": check[1],
