@@ -123,8 +123,8 @@ def numpy_fit(n, chunk, seed, name="bilevel"):
 
 
 def _warm_up():
+    from skdp._testing.internals import clipped_gradient_sum
     from skdp.losses import SquaredLoss
-    from skdp.solvers.heavy_tailed.kernels import clipped_gradient_sum
 
     X = np.ones((4, 3))
     clipped_gradient_sum(X, np.ones(4), np.zeros(3), np.ones(4), 1.0, SquaredLoss())

@@ -19,7 +19,7 @@ from sklearn.base import clone
 from benchmarks.privacy.audit import RESULTS, canary_data
 from skdp._testing.audit_configs import audit_cases
 from skdp._testing.estimator_checks import public_estimators
-from skdp.privacy._mechanisms import _scaled_noise
+from skdp._testing.internals import scaled_noise
 from skdp.privacy.audit import audit_estimator
 
 CONTROL = 4.0
@@ -50,7 +50,7 @@ def main():
         X, y_out, y_in = canary_data(base)
         for eps, scale in [(e, 1.0) for e in epsilons] + [(1.0, 1.0 / CONTROL)]:
             est = clone(base).set_params(epsilon=eps, **params)
-            with _scaled_noise(scale):
+            with scaled_noise(scale):
                 res = audit_estimator(
                     est, X, y_out, y_in, n_fits=n_fits, random_state=args.seed
                 )

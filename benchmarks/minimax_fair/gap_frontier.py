@@ -30,9 +30,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
-import skdp.solvers.saddle_point.plan as mf
 from benchmarks.minimax_fair.main import RESULTS, certified_gap, evaluate, load_task
 from skdp import MinimaxFairClassifier
+from skdp._testing.internals import saddle_point_plan_module as mf
 
 VARIANTS = {
     "default": {},

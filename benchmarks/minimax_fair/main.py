@@ -57,9 +57,9 @@ from sklearn.linear_model import LogisticRegression
 from benchmarks._common import RESULTS
 from benchmarks._common.fair_data import PRIORS, adult, group_dro_reference, synthetic
 from skdp import HeavyTailedLogisticRegression, MinimaxFairClassifier
+from skdp._testing.internals import GroupDROLogistic
 from skdp.fairness import worst_group_accuracy, worst_group_loss
 from skdp.privacy import calibrate_gaussian, certify_epsilon, gaussian_steps
-from skdp.solvers.saddle_point.group_dro import GroupDROLogistic
 from skdp.utils import clip_rows
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)

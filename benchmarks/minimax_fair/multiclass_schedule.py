@@ -35,7 +35,6 @@ import numpy as np
 from scipy.special import softmax
 from sklearn.linear_model import LogisticRegression
 
-import skdp.solvers.saddle_point.plan as plan_module
 from benchmarks._common import RESULTS
 from benchmarks.minimax_fair.multiclass import (
     FEATURE_NORM,
@@ -46,6 +45,7 @@ from benchmarks.minimax_fair.multiclass import (
     multinomial_dro_reference,
 )
 from skdp import MinimaxFairClassifier
+from skdp._testing.internals import saddle_point_plan_module as plan_module
 from skdp.utils import clip_rows
 
 # the multinomial schedule before issue 17's change, at every epsilon
