@@ -125,6 +125,7 @@ PUBLIC_ONLY_BENCHMARKS = (
     "sparse",
     "minimax_fair",
     "dask",
+    "bilevel_ridge",
 )
 
 

@@ -25,13 +25,13 @@ import math
 
 import numpy as np
 
-from skdp.privacy import gdp_mu
-from skdp.solvers.bilevel.ridge.stats import (
+from skdp._testing.internals import (
     exact_statistics,
     gram_sensitivity,
     moment_sensitivity,
     release_statistics,
 )
+from skdp.privacy import gdp_mu
 from skdp.utils import clip_rows, clip_targets
 
 

@@ -40,10 +40,13 @@ from benchmarks.bilevel_ridge.vs_baselines import (
     gaussian_task,
 )
 from skdp import BilevelRidge
+from skdp._testing.internals import (
+    QuantileTarget,
+    plan_ridge_gd,
+    practical_step_size,
+    ridge_gd,
+)
 from skdp.privacy import gdp_mu
-from skdp.solvers.bilevel.ridge.gd import plan_ridge_gd, ridge_gd
-from skdp.solvers.heavy_tailed.bounds import QuantileTarget
-from skdp.solvers.heavy_tailed.gd import practical_step_size
 
 CLIP_SCALES = (6.0, 20.0, 180.0)
 #: further no-penalty variants: (label, max clipped fraction, step factor)

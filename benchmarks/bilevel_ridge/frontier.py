@@ -40,21 +40,19 @@ from benchmarks._common import RESULTS
 from benchmarks.bilevel_ridge.baselines import ssp_ridge  # noqa: E402
 from benchmarks.bilevel_ridge.main import GRID_UNITS, SNRS, excess, synthetic  # noqa: E402
 from benchmarks.bilevel_ridge.selection_harness import rprop  # noqa: E402
-from skdp.privacy import gdp_mu  # noqa: E402
-from skdp.solvers.bilevel.plan import gdp_budget  # noqa: E402
-from skdp.solvers.bilevel.ridge.stats import (  # noqa: E402
-    exact_statistics,
-    release_shared_gram,
-    release_statistics,
-)
-from skdp.solvers.bilevel.ridge.tuning import (  # noqa: E402
+from skdp._testing.internals import (  # noqa: E402
     BilevelRidgeSettings,
+    exact_statistics,
     final_penalty_factor,
+    gdp_budget,
     plan_bilevel_ridge,
     pooled_noise_variances,
+    release_shared_gram,
+    release_statistics,
     signal_found,
     validation_objective,
 )
+from skdp.privacy import gdp_mu  # noqa: E402
 from skdp.utils import clip_rows, clip_targets  # noqa: E402
 
 EPSILON = 1.0

@@ -22,13 +22,13 @@ import numpy as np
 
 from benchmarks._common import RESULTS
 from skdp import BilevelRidge, HeavyTailedLinearRegression
-from skdp.privacy import gdp_mu
-from skdp.solvers.bilevel.ridge.output import output_sensitivities
-from skdp.solvers.bilevel.ridge.tuning import (
+from skdp._testing.internals import (
     BilevelRidgeSettings,
     loc_gd_clip,
+    output_sensitivities,
     plan_bilevel_ridge,
 )
+from skdp.privacy import gdp_mu
 
 N, D, EPS = 10_000, 20, 1.0
 

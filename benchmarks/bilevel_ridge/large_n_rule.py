@@ -44,7 +44,7 @@ from benchmarks._common.baselines import (
 )
 from benchmarks.bilevel_ridge.vs_baselines import tasks
 from skdp import BilevelRidge, HeavyTailedLinearRegression
-from skdp.solvers.bilevel.ridge import gd as G
+from skdp._testing.internals import ridge_gd_module as G
 
 EPS = 1.0
 #: module switches of each variant (unlisted constants: None)

@@ -26,7 +26,7 @@ from benchmarks._common import RESULTS
 from benchmarks._common.baselines import benchmark_delta
 from benchmarks.bilevel_ridge.vs_baselines import tasks
 from skdp import BilevelRidge
-from skdp.solvers.bilevel.ridge import gd as ridge_gd_module
+from skdp._testing.internals import ridge_gd_module as ridge_gd_module
 
 CELLS = (
     "low SNR, n=1e+03",

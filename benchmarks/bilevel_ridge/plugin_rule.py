@@ -32,8 +32,8 @@ import numpy as np
 from benchmarks._common import RESULTS
 from benchmarks._common.baselines import benchmark_delta
 from benchmarks.bilevel_ridge.vs_baselines import gaussian_task, heavy_task, skewed_task
+from skdp._testing.internals import ridge_gd_module as G
 from skdp.privacy import gdp_mu
-from skdp.solvers.bilevel.ridge import gd as G
 
 VARIANTS = {
     "round2": {},

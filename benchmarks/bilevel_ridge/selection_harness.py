@@ -22,23 +22,19 @@ import numpy as np
 from benchmarks._common import RESULTS
 from benchmarks.bilevel_ridge.baselines import ssp_ridge  # noqa: E402
 from benchmarks.bilevel_ridge.main import GRID_UNITS, SNRS, excess, synthetic  # noqa: E402
-from skdp.privacy import gdp_mu  # noqa: E402
-from skdp.solvers.bilevel.hypergradient import bilevel_outer_loop  # noqa: E402
-from skdp.solvers.bilevel.plan import gdp_budget  # noqa: E402
-from skdp.solvers.bilevel.ridge.stats import (  # noqa: E402
-    exact_statistics,
-    release_statistics,
-)
-from skdp.solvers.bilevel.ridge.tuning import (  # noqa: E402
+from skdp._testing.internals import (  # noqa: E402
     BilevelRidgeSettings,
-    default_penalty,
-    plan_bilevel_ridge,
-    validation_objective,
-)
-from skdp.solvers.bilevel.ridge.validation import (  # noqa: E402
     ValidationNoise,
     ValidationObjective,
+    bilevel_outer_loop,
+    default_penalty,
+    exact_statistics,
+    gdp_budget,
+    plan_bilevel_ridge,
+    release_statistics,
+    validation_objective,
 )
+from skdp.privacy import gdp_mu  # noqa: E402
 from skdp.utils import clip_rows, clip_targets  # noqa: E402
 
 EPS = 1.0

@@ -18,7 +18,6 @@ import time
 
 import numpy as np
 
-import skdp.linear_model._bilevel_ridge as bilevel_module
 from benchmarks._common import RESULTS
 from benchmarks._common.baselines import (
     CLIPS,
@@ -28,7 +27,8 @@ from benchmarks._common.baselines import (
 )
 from benchmarks.heavy_tailed.rule import skewed_task
 from skdp import BilevelRidge, HeavyTailedLinearRegression
-from skdp.solvers.bilevel.ridge import gd as rgd
+from skdp._testing.internals import bilevel_ridge_estimator_module as bilevel_module
+from skdp._testing.internals import ridge_gd_module as rgd
 
 
 def _coef(m):

@@ -61,8 +61,8 @@ from benchmarks.bilevel_ridge.baselines import (
     grid_search_statistics,
 )
 from skdp import BilevelRidge, HeavyTailedLinearRegression
+from skdp._testing.internals import plan_ridge_gd, ridge_gd
 from skdp.privacy import gdp_mu
-from skdp.solvers.bilevel.ridge.gd import plan_ridge_gd, ridge_gd
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
 SNRS = {"low": 1e-3, "medium": 0.1, "high": 10.0}
