@@ -126,6 +126,7 @@ PUBLIC_ONLY_BENCHMARKS = (
     "minimax_fair",
     "dask",
     "bilevel_ridge",
+    "heavy_tailed",
 )
 
 

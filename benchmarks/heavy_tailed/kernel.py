@@ -20,13 +20,13 @@ import time
 import numpy as np
 
 from benchmarks._common import RESULTS
-from skdp.losses import SquaredLoss
-from skdp.solvers.heavy_tailed.kernels import (
+from skdp._testing.internals import (
     HAVE_NUMBA,
     clipped_gradient_sum,
     glm_derivative,
     njit,
 )
+from skdp.losses import SquaredLoss
 
 
 @njit(cache=True)

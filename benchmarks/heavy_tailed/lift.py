@@ -32,7 +32,6 @@ import time
 
 import numpy as np
 
-import skdp.linear_model._heavy_tailed as ht
 from benchmarks._common import RESULTS
 from benchmarks._common.baselines import (
     CLIPS,
@@ -43,7 +42,8 @@ from benchmarks._common.baselines import (
 from benchmarks.bilevel_ridge.vs_baselines import gaussian_task, heavy_task
 from benchmarks.heavy_tailed.rule import skewed_task
 from skdp import HeavyTailedLinearRegression
-from skdp.solvers.heavy_tailed.bounds import QuantileTarget
+from skdp._testing.internals import QuantileTarget
+from skdp._testing.internals import heavy_tailed_estimator_module as ht
 
 #: name -> (epsilon, shrink, average_from, step factor, clipped fraction,
 #: intercept share of mu**2)

@@ -45,14 +45,14 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 
 from benchmarks._common import RESULTS, adult_dir  # noqa: E402
 from skdp import HeavyTailedLinearRegression, HeavyTailedLogisticRegression  # noqa: E402
-from skdp.losses import LogisticLoss, SquaredLoss  # noqa: E402
-from skdp.privacy import calibrate_gaussian, gaussian_noise, gdp_mu  # noqa: E402
-from skdp.solvers.heavy_tailed.kernels import clipped_gradient_sum  # noqa: E402
-from skdp.solvers.heavy_tailed.onepass import (  # noqa: E402
+from skdp._testing.internals import (  # noqa: E402
     STEP_DECAY,
+    clipped_gradient_sum,
     make_onepass_plan,
     onepass_clipped_dp_sgd,
 )
+from skdp.losses import LogisticLoss, SquaredLoss  # noqa: E402
+from skdp.privacy import calibrate_gaussian, gaussian_noise, gdp_mu  # noqa: E402
 from skdp.utils import safe_row_norms  # noqa: E402
 
 ADULT = Path(adult_dir())

@@ -56,11 +56,13 @@ from sklearn.model_selection import train_test_split
 
 from benchmarks._common import RESULTS
 from skdp import HeavyTailedLinearRegression, HeavyTailedLogisticRegression
+from skdp._testing.internals import (
+    clipped_gradient_sum,
+    clipped_multinomial_gradient_sum,
+    practical_step_size,
+)
 from skdp.losses import LogisticLoss
 from skdp.privacy import calibrate_gaussian, gaussian_noise
-from skdp.solvers.heavy_tailed.gd import practical_step_size
-from skdp.solvers.heavy_tailed.kernels import clipped_gradient_sum
-from skdp.solvers.heavy_tailed.multinomial import clipped_multinomial_gradient_sum
 from skdp.utils import safe_row_norms
 
 CLIPS = (0.1, 1.0, 10.0)
@@ -79,7 +81,7 @@ WINE_SCALE = np.array(
 def old_rules():
     """The multinomial rules before this round: a fixed feature-scale floor
     factor of 8 and the binary step rule (:func:`practical_step_size`)."""
-    import skdp.solvers.heavy_tailed.multinomial as mn
+    from skdp._testing.internals import heavy_tailed_multinomial_module as mn
 
     floor, step = mn.scale_floor_factor, mn.multinomial_step_size
     mn.scale_floor_factor = lambda n, z: mn.SCALE_FLOOR_FACTOR

@@ -31,7 +31,6 @@ import warnings
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-import skdp.solvers.heavy_tailed.multinomial as mn
 from benchmarks._common import RESULTS
 from benchmarks.heavy_tailed.multiclass import (
     CLIPS,
@@ -41,6 +40,7 @@ from benchmarks.heavy_tailed.multiclass import (
     real_data,
 )
 from skdp import HeavyTailedLogisticRegression
+from skdp._testing.internals import heavy_tailed_multinomial_module as mn
 
 
 def _old_reconcile(s, T, d, factor, **_):

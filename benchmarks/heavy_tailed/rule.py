@@ -28,7 +28,6 @@ import time
 
 import numpy as np
 
-import skdp.linear_model._heavy_tailed as ht
 from benchmarks._common import RESULTS
 from benchmarks._common.baselines import (
     CLIPS,
@@ -42,7 +41,8 @@ from benchmarks.bilevel_ridge.vs_baselines import (
     heavy_task,
 )
 from skdp import BilevelRidge, HeavyTailedLinearRegression
-from skdp.solvers.heavy_tailed.bounds import DEFAULT_TARGET, QuantileTarget
+from skdp._testing.internals import DEFAULT_TARGET, QuantileTarget
+from skdp._testing.internals import heavy_tailed_estimator_module as ht
 
 CONFIGS = {
     "default (auto)": None,

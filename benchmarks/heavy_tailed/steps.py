@@ -39,8 +39,8 @@ from benchmarks.bilevel_ridge.vs_baselines import (
     heavy_task,
 )
 from skdp import HeavyTailedLinearRegression
+from skdp._testing.internals import plan_ridge_gd, ridge_gd
 from skdp.privacy import gdp_mu
-from skdp.solvers.bilevel.ridge.gd import plan_ridge_gd, ridge_gd
 
 
 def main():
