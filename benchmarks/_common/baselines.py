@@ -38,9 +38,9 @@ import math
 import numpy as np
 
 from benchmarks._common import benchmark_delta  # noqa: F401 (re-exported)
+from skdp._testing.internals import clipped_gradient_sum
 from skdp.losses import SquaredLoss
 from skdp.privacy import gdp_mu
-from skdp.solvers.heavy_tailed.kernels import clipped_gradient_sum
 
 CLIPS = (0.1, 1.0, 10.0)
 STEP_GRID = (0.03, 0.1, 0.3, 1.0)
