@@ -11,6 +11,7 @@ skdp imports it.
 - :mod:`~skdp._testing.pin`: pinned-output configurations and their
   regeneration command, ``python -m skdp._testing.pin --write``.
 - :mod:`~skdp._testing.internals`: the internals benchmarks drive directly
-  (the audit's ``scaled_noise``, the search's ``probe_plan``), re-exported so
-  that scripts import no private module.
+  (the audit's ``scaled_noise``, the search's ``probe_plan``, the solver
+  functions and patched modules of the solver studies), re-exported so that
+  scripts import no private module.
 """
