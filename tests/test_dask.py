@@ -36,20 +36,6 @@ da = pytest.importorskip("dask.array")
 CHUNKS = 700  # uneven last chunk on purpose
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2,
-        processes=True,
-        threads_per_worker=1,
-        host="127.0.0.1",
-        dashboard_address=None,
-    )
-    with distributed.Client(cluster) as c:
-        yield c
-    cluster.close()
-
-
 def _data(n=3000, d=4, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.standard_t(4, size=(n, d))
@@ -209,26 +195,12 @@ def test_non_finite_input_is_refused_before_charging(client, tuning, where):
     assert acc.ledger == []
 
 
-def _count_graph_runs(monkeypatch):
-    """Count the graphs the client runs (every compute/persist goes through
-    ``Client.get``): a pass over the data is one run."""
-    runs = []
-    get = distributed.Client.get
-
-    def counted(self, *args, **kwargs):
-        runs.append(1)
-        return get(self, *args, **kwargs)
-
-    monkeypatch.setattr(distributed.Client, "get", counted)
-    return runs
-
-
 @pytest.mark.parametrize("tuning", ["bilevel", "risk_estimate"])
-def test_sufficient_statistics_fit_reads_the_data_once(client, monkeypatch, tuning):
+def test_sufficient_statistics_fit_reads_the_data_once(client, graph_runs, tuning):
     """The finiteness flags are computed in the same per-chunk pass as the
     exact sums: one graph run per fit, the same model and charge as numpy."""
     X, y = _data(n=2000)
-    runs = _count_graph_runs(monkeypatch)
+    runs = graph_runs
     acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
     b = _ridge(tuning=tuning, accountant=acc, delta=None).fit(*_dask(X, y))
     assert len(runs) == 1
@@ -241,14 +213,14 @@ def test_sufficient_statistics_fit_reads_the_data_once(client, monkeypatch, tuni
 
 
 @pytest.mark.parametrize("tuning", ["bilevel", "risk_estimate"])
-def test_over_budget_dask_fit_reads_nothing(client, monkeypatch, tuning):
+def test_over_budget_dask_fit_reads_nothing(client, graph_runs, tuning):
     """The one-pass fit charges after its pass, so an over-budget fit is
     refused before the pass (as on numpy): no graph runs, nothing charged."""
     from skdp import BudgetExceededError
 
     X, y = _data(n=1500)
     Xd, yd = _dask(X, y)
-    runs = _count_graph_runs(monkeypatch)
+    runs = graph_runs
     acc = PrivacyAccountant(epsilon=0.5, delta=1e-5)
     with pytest.raises(BudgetExceededError, match="No data was used"):
         _ridge(tuning=tuning, accountant=acc, delta=None).fit(Xd, yd)

@@ -32,20 +32,6 @@ CHUNKS = 700  # uneven last chunk on purpose
 BOUNDS = ([-8.0, -6.0, -10.0], [8.0, 12.0, 10.0])
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2,
-        processes=True,
-        threads_per_worker=1,
-        host="127.0.0.1",
-        dashboard_address=None,
-    )
-    with distributed.Client(cluster) as c:
-        yield c
-    cluster.close()
-
-
 def _data(n=3000, seed=0, missing=0.0):
     rng = np.random.default_rng(seed)
     X = rng.standard_t(4, size=(n, 3)) * [2.0, 3.0, 1.0] + [0.0, 3.0, -1.0]
@@ -250,20 +236,6 @@ def test_refusals_before_anything_is_charged(client):
     assert acc.ledger == []
 
 
-def _count_graph_runs(monkeypatch):
-    # every compute/persist on the cluster goes through Client.get: one run
-    # per pass over the data
-    runs = []
-    get = distributed.Client.get
-
-    def counted(self, *args, **kwargs):
-        runs.append(1)
-        return get(self, *args, **kwargs)
-
-    monkeypatch.setattr(distributed.Client, "get", counted)
-    return runs
-
-
 @pytest.mark.parametrize(
     "cls, kw, missing, passes",
     [
@@ -276,7 +248,7 @@ def _count_graph_runs(monkeypatch):
     ],
 )
 def test_fits_refuse_bad_values_in_their_statistics_pass(
-    client, monkeypatch, cls, kw, missing, passes
+    client, graph_runs, cls, kw, missing, passes
 ):
     """The nan/inf flags come from the first statistics pass (no validation
     pass of its own), the plan is charged after it; same model and charge
@@ -285,7 +257,7 @@ def test_fits_refuse_bad_values_in_their_statistics_pass(
     from skdp import BudgetExceededError
 
     X = _data(missing=missing)
-    runs = _count_graph_runs(monkeypatch)
+    runs = graph_runs
     acc, other = (PrivacyAccountant(epsilon=10.0, delta=1e-5) for _ in range(2))
     b = _step(cls, accountant=acc, delta=None, **kw).fit(_dask(X))
     assert len(runs) == passes and len(acc.ledger) == 1
