@@ -499,3 +499,41 @@ def test_inf_epsilon_matches_linear_regression_with_the_large_n_rule():
     model = HeavyTailedLinearRegression(epsilon=np.inf, random_state=0).fit(X, y)
     np.testing.assert_allclose(model.coef_, ref.coef_, atol=2e-3)
     assert model.intercept_ == pytest.approx(ref.intercept_, abs=2e-3)
+
+
+def test_small_n_rule_step_growth_is_public_and_costs_nothing(monkeypatch):
+    # max_iter="auto" below n = 1e4 with at least half of the gradients
+    # clipped: the step may grow up to 1 / (1 - p); nowhere else, and the
+    # privacy plan (and spend) is the same with or without the growth
+    m = HeavyTailedLinearRegression()
+    assert m._step_growth(9_999, 0.6) == pytest.approx(1.0 / 0.4)
+    assert m._step_growth(9_999, 0.49) == 1.0
+    assert m._step_growth(10_000, 0.6) == 1.0
+    assert HeavyTailedLinearRegression(max_iter=30)._step_growth(1000, 0.6) == 1.0
+    assert HeavyTailedLinearRegression(step_size=0.1)._step_growth(1000, 0.6) == 1.0
+    assert HeavyTailedLogisticRegression()._step_growth(1000, 0.6) == 1.0
+    rng = np.random.default_rng(3)
+    n, d = 1000, 20
+    theta = rng.normal(size=d)
+    theta /= np.linalg.norm(theta)
+    X = rng.normal(size=(n, d))
+    y = X @ theta + 1.0 + 0.3 * rng.normal(size=n)
+    fits = {}
+    for grow in (True, False):
+        m = HeavyTailedLinearRegression(epsilon=1.0, delta=1e-6, random_state=0)
+        if not grow:
+            m._step_growth = lambda n, p: 1.0
+        fits[grow] = m.fit(X, y)
+    p = m._make_plan(n, d + 1, m._budget(1), SquaredLoss()).gd.clip_fraction
+    assert p >= 0.5
+    g, f = fits[True], fits[False]
+    assert g.privacy_spent_ == f.privacy_spent_
+    assert np.all(f.step_sizes_ == f.step_sizes_[0])
+    assert g.step_sizes_[0] == f.step_sizes_[0]
+    assert (
+        f.step_sizes_[0]
+        < g.step_sizes_.max()
+        <= f.step_sizes_[0] / (1 - p) * (1 + 1e-12)
+    )
+    err = {k: np.sum((v.coef_ - theta) ** 2) for k, v in fits.items()}
+    assert err[True] < err[False]

@@ -495,3 +495,36 @@ def test_clipped_dp_gd_average_from_averages_the_stated_tail():
     assert not np.allclose(run(T, a), run(T, 0.5))
     with pytest.raises(ValueError):
         run(T, 1.0)
+
+
+def test_clipped_dp_gd_step_growth_is_post_processing_of_released_gradients():
+    # step_growth=1 is the constant step; a signal-dominated run grows its
+    # step (at most step_growth times, only before the averaged tail); a
+    # noise-dominated one keeps it; and the growth draws no extra noise
+    rng = np.random.default_rng(0)
+    n, d = 1000, 5
+    X = rng.normal(size=(n, d))
+    y = X @ np.full(d, 2.0) + 0.1 * rng.normal(size=n)
+    plan = gd.make_full_batch_plan(1.0, n, d, 30, adaptive_clip=False)
+
+    def run(data_y, growth, seed=1):
+        r = np.random.default_rng(seed)
+        res = gd.clipped_dp_gd(
+            X, data_y, SquaredLoss(), plan, r, step_size=0.05, clip=1.0,
+            step_growth=growth,
+        )  # fmt: skip
+        return res, r.bit_generator.state
+
+    base, state0 = run(y, 1.0)
+    assert np.all(base.step_sizes == 0.05)
+    same, _ = run(y, 1.0)
+    np.testing.assert_array_equal(same.coef, base.coef)
+    grown, state1 = run(y, 3.0)
+    assert state1 == state0  # the same draws: no new release
+    assert grown.step_sizes.max() == pytest.approx(0.15)  # 0.05 -> 0.1 -> 0.15
+    assert np.all(grown.step_sizes[15:] == grown.step_sizes[15])  # tail: fixed
+    assert np.all(np.diff(grown.step_sizes[:15]) >= 0)
+    # noise only (the optimum is the start): the step never grows
+    noise = 0.1 * np.random.default_rng(2).normal(size=n)
+    flat, _ = run(noise, 3.0)
+    assert np.all(flat.step_sizes == 0.05)

@@ -1,7 +1,7 @@
 """HeavyTailedLinearRegression at large n: where the gap to DP-GD goes.
 
 Run ``PYTHONPATH=. nice -n 10 python -m benchmarks.heavy_tailed.lift
-[--seeds 8] [--tasks tune|heldout|stress|all] [--out NAME]``. Writes
+[--seeds 8] [--tasks tune|heldout|stress|all] [--only TEXT] [--out NAME]``. Writes
 ``benchmarks/results/heavy_tailed_lift[_NAME].md``.
 
 Each configuration fits ``HeavyTailedLinearRegression(epsilon=1,
@@ -139,6 +139,9 @@ def main():
     )
     parser.add_argument("--configs", default="", help="comma-separated subset")
     parser.add_argument("--out", default="")
+    parser.add_argument(
+        "--only", default="", help="run only the tasks whose name contains this"
+    )
     args = parser.parse_args()
     configs = CONFIGS
     if args.tasks in ("heldout", "stress"):
@@ -149,6 +152,7 @@ def main():
     for key in ("tune", "heldout", "stress"):
         if args.tasks in (key, "all"):
             tasks.update(TASKS[key])
+    tasks = {k: v for k, v in tasks.items() if args.only in k}
     t0 = time.perf_counter()
     rows = []
     for name, make in tasks.items():

@@ -58,6 +58,10 @@ _STEP_FLOOR = 0.25
 #: multiple of the largest clipped fraction on (public; 1.0 lost accuracy on
 #: wine at epsilon = 5, benchmarks/results/multiclass_real.md).
 _NO_SEARCH_FACTOR = 1.5
+#: clipped_dp_gd(step_growth > 1): steps per test of the mean released
+#: gradient, and its threshold in noise standard deviations per coordinate.
+ADAPT_WINDOW = 4
+ADAPT_MARGIN = 1.5
 
 
 def checkpoint_schedule(n_steps):
@@ -272,6 +276,7 @@ def clipped_dp_gd(
     row_norms=None,
     stages=None,
     average_from=0.5,
+    step_growth=1.0,
 ):
     """Full-batch DP-GD with per-sample clipping (Algorithm 1, practical form).
 
@@ -345,6 +350,18 @@ def clipped_dp_gd(
         ``floor(average_from * T)`` on (0.5: the second half). Public, and
         post-processing: a longer tail averages more of the gradient noise
         once the run has converged.
+    step_growth : float, default=1.0
+        Largest factor by which the step may grow before the averaged tail
+        (1: constant step, the behaviour before this option). Without
+        ``stages``, every :data:`ADAPT_WINDOW` steps before the first
+        averaged step, the step doubles (up to ``step_growth`` times
+        ``step_size``) when the mean of the window's released gradients is
+        well above its noise (norm above ``ADAPT_MARGIN sqrt(d)`` times the
+        noise standard deviation of that mean): the run is still moving
+        consistently in one direction, i.e. it has not converged. A
+        noise-dominated run keeps its step. Post-processing of released
+        gradients and public noise levels; the growth stops once the
+        divergence guard has fired.
 
     Returns
     -------
@@ -406,6 +423,9 @@ def clipped_dp_gd(
     else:
         inv_norms = _inverse_norms(row_norms)
     lr = float(step_size)
+    lr_max = lr * max(float(step_growth), 1.0)
+    adapt = not staged and lr_max > lr
+    win_sum, win_var, win_len = np.zeros(d), 0.0, 0
     clip_levels = np.empty(T)
     step_sizes = np.empty(T)
     acc = np.zeros(d)
@@ -457,7 +477,20 @@ def clipped_dp_gd(
             gnorm > _GUARD_GROWTH * prev[2]  # one step blew up
             or (best is not None and gnorm > _GUARD_GROWTH * best[2])  # creeping up
         )
+        if adapt and t < first_avg:
+            # step growth (post-processing): is the window's mean released
+            # gradient above the noise of that mean?
+            win_sum += data_grad + reg * (w - center)
+            win_var += (noise_std(2.0 * C, plan.z_grad) / n) ** 2
+            win_len += 1
+            if win_len == ADAPT_WINDOW:
+                mean_norm = float(np.linalg.norm(win_sum)) / win_len
+                noise_mean = math.sqrt(win_var * d) / win_len
+                if not diverging and mean_norm > ADAPT_MARGIN * noise_mean:
+                    lr = min(lr_max, 2.0 * lr)
+                win_sum, win_var, win_len = np.zeros(d), 0.0, 0
         if diverging:
+            adapt = False
             # divergence guard (post-processing): back to the best recent
             # point, using the gradient already released there, with the step
             # cut by the last growth factor (at least halved): a quadratic

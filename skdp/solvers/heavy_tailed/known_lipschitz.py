@@ -256,6 +256,7 @@ def known_lipschitz(
     penalties=None,
     scale_floor=None,
     average_from=0.5,
+    step_growth=1.0,
 ):
     """Algorithm 4 (KnownLipReduction) followed by clipped DP-GD.
 
@@ -331,6 +332,9 @@ def known_lipschitz(
     average_from : float, default=0.5
         Without ``penalties``: the iterates from step ``floor(average_from
         * T)`` on are averaged (:func:`clipped_dp_gd`).
+    step_growth : float, default=1.0
+        Largest growth of the step before the averaged tail
+        (:func:`clipped_dp_gd`; 1: constant step).
 
     Returns
     -------
@@ -449,6 +453,7 @@ def known_lipschitz(
         row_norms=norms_t,
         stages=stages,
         average_from=average_from,
+        step_growth=step_growth,
     )
     res.coef = design.to_original(res.coef)
     if stages is not None:
