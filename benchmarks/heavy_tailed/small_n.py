@@ -6,11 +6,16 @@ Run ``PYTHONPATH=. nice -n 10 python -m benchmarks.heavy_tailed.small_n
 The Gaussian n = 1e3 tasks of ``benchmarks/bilevel_ridge/vs_baselines.py``
 (d = 20, medium and high SNR), where ``HeavyTailedLinearRegression()`` was
 1.6x and 2.1x the hindsight-best fixed-clip DP-GD, and the small-n wins it
-must keep (Student-t(3), n = 2000, d = 10; diabetes). ``epsilon = 1``,
-``delta = min(1e-6, 1/n**2)``. Each variant changes one thing of the
-default fit (below n = 1e4: 30 steps, clipped fraction ``min(0.7, 6 z
-sqrt(d) / n)``, the second half of the iterates averaged):
+must keep (Student-t(3), n = 2000, d = 10; diabetes), and held-out tasks
+not used to choose the rule. ``epsilon = 1``, ``delta = min(1e-6,
+1/n**2)``. Each variant changes one thing of the default fit (below n =
+1e4: 30 steps, clipped fraction ``p = min(0.7, 6 z sqrt(d) / n)``, the
+second half of the iterates averaged, and from ``p >= 0.5`` on a step that
+may grow up to ``1 / (1 - p)`` times while the released gradients are above
+their noise):
 
+- ``no step growth (before)``: the constant step (the rule before the
+  growth);
 - ``no gradient noise`` / ``no count noise``: the Gaussian noise of the
   gradient sums, or of every count (feature scale, truncation level, target
   scale and median, clip levels), multiplied by 0 with the random stream
@@ -45,6 +50,7 @@ from benchmarks.bilevel_ridge.vs_baselines import (
     gaussian_task,
     heavy_task,
 )
+from benchmarks.heavy_tailed.rule import skewed_task
 from skdp import HeavyTailedLinearRegression
 from skdp._testing.internals import QuantileTarget
 from skdp._testing.internals import heavy_tailed_bounds_module as bounds
@@ -54,6 +60,7 @@ from skdp._testing.internals import heavy_tailed_gd_module as gd
 #: name -> patches (zeroed noise modules, steps, step factor, clip target)
 VARIANTS = {
     "default": {},
+    "no step growth (before)": {"growth": False},
     "no gradient noise": {"zero": (gd,)},
     "no count noise": {"zero": (bounds,)},
     "T=10": {"steps": 10},
@@ -67,11 +74,17 @@ TASKS = {
     "Gaussian, high SNR, n=1e3": lambda: gaussian_task(1000, 10.0),
     "heavy-tailed t(3), n=2000, d=10": lambda: heavy_task(2000, 10),
     "diabetes (test MSE)": diabetes_task,
+    "held out: Gaussian, low SNR, n=1e3": lambda: gaussian_task(1000, 1e-3),
+    "held out: Gaussian, high SNR, n=3e3": lambda: gaussian_task(3000, 10.0),
+    "held out: heavy-tailed t(3), n=1e3, d=20": lambda: heavy_task(1000, 20),
+    "held out: skewed noise, n=1e3, d=8": lambda: skewed_task(1000),
 }
 
 
-def fit(X, y, delta, seed, zero=(), steps=None, stepf=1.0, target=None):
+def fit(X, y, delta, seed, zero=(), steps=None, stepf=1.0, target=None, growth=True):
     m = HeavyTailedLinearRegression(epsilon=1.0, delta=delta, random_state=seed)
+    if not growth:
+        m._step_growth = lambda n, p: 1.0
     if stepf != 1.0:
         orig = type(m)._step
         m._step = lambda loss, p: orig(m, loss, p) * stepf
