@@ -164,6 +164,15 @@ INTERCEPT_SHARE = 0.05
 #: standard deviations of its noise: on symmetric noise the correction is
 #: noise and mostly dropped; on skewed noise it is kept.
 DEBIAS_THRESHOLD = 1.0
+#: How the released correction is shrunk where the rule found signal:
+#: ``"soft"`` (soft-thresholded at :data:`DEBIAS_THRESHOLD` standard
+#: deviations) or ``"garrote"`` (:func:`intercept_shrinkage` at one, as
+#: ``HeavyTailedLinearRegression``'s ``shrink_shift``).
+DEBIAS_RULE = "soft"
+#: Residual clip of the intercept release where the rule found signal, in
+#: residual scales (``None``: :data:`RESIDUAL_CLIP`); the no-signal and
+#: constant-model branches keep theirs.
+SIGNAL_RESIDUAL_CLIP = None
 #: Share of ``mu**2`` of the constant-model check (see the module docstring),
 #: where :func:`gradient_noise_ratio` exceeds :data:`CONSTANT_CHECK_RATIO`.
 CONSTANT_SHARE = 0.05
@@ -181,8 +190,17 @@ CONSTANT_MARGIN = 0.0
 #: :func:`gradient_noise_ratio` exceeds :data:`CURVATURE_RATIO`.
 CURVATURE_SHARE = 0.05
 #: Public switch of the curvature release: the planned per-step gradient
-#: noise norm relative to the clip level above which it is run.
-CURVATURE_RATIO = 0.5
+#: noise norm relative to the clip level above which it is run. Issue 21,
+#: round 6 (``benchmarks/results/bilevel_ridge_noise_estimate_ratio_20seeds.md``,
+#: 20 seeds, paired): at 0.5 the release was off at n = 1e3, d = 20,
+#: epsilon = 1 (ratio 0.42) and the low-SNR fit scored 4.46 against 2.0 for
+#: the zero model; at 0.4 it scores 2.0, with 0.85x at medium SNR, 0.87x at
+#: high SNR and 1.05x with skewed noise there, 1.03x on diabetes at epsilon
+#: = 2 (ratio 0.47). 0.3 also releases on the heavy-tailed task (n = 2000,
+#: d = 10) at epsilon = 0.5 (ratio 0.31): 1.41x there. Shrinking the
+#: intercept at its planned noise level instead (no release) gave 2.53 in
+#: the low-SNR cell and 1.34x with skewed noise (5 seeds).
+CURVATURE_RATIO = 0.4
 #: With the curvature release, shrink the returned intercept toward 0 by
 #: :func:`intercept_shrinkage` at its noise level (:func:`gd_intercept_noise`).
 SHRINK_INTERCEPT = True
@@ -1497,6 +1515,14 @@ def ridge_gd(
         )
         no_signal = plan.measure_curvature and chosen[0] >= MAX_PENALTY
         as_constant = constant or (NO_SIGNAL_AS_CONSTANT and no_signal)
+        if not as_constant and SIGNAL_RESIDUAL_CLIP is not None:
+            Q = residual_clip(
+                float(res.clip_levels[-1]),
+                s,
+                w.size,
+                plan.fit.gd.clip_fraction,
+                kappa=SIGNAL_RESIDUAL_CLIP,
+            )
         target = res.target_scale
         if as_constant and not constant and target is not None:
             Q = min(Q, no_signal_residual_clip(w, float(target), s, row_bound))
@@ -1535,7 +1561,10 @@ def ridge_gd(
                 value = 0.0
             w[-1] = intercept_shrinkage(value, std)
         else:
-            kept = soft_threshold(correction, DEBIAS_THRESHOLD * tau)
+            if DEBIAS_RULE == "garrote":
+                kept = intercept_shrinkage(correction, DEBIAS_THRESHOLD * tau)
+            else:
+                kept = soft_threshold(correction, DEBIAS_THRESHOLD * tau)
             w[-1] += kept
         shrink = SHRINK_INTERCEPT and (no_signal or not SHRINK_ONLY_WITHOUT_SIGNAL)
         if plan.measure_curvature and not as_constant and shrink:
