@@ -6,8 +6,9 @@ repository root with ``PYTHONPATH=.`` (``--seeds`` repetitions per cell,
 ``BilevelRidge(inner_solver="gd", tuning="risk_estimate")`` with the task's
 public bounds (``gd_risk`` of ``benchmarks/bilevel_ridge/vs_baselines.py``:
 same data, same seeds, same delta) for each variant in :data:`VARIANTS`
-(module switches of ``skdp.solvers.bilevel.ridge.gd``), paired with the
-default. Writes ``benchmarks/results/bilevel_ridge_rule_variants{suffix}.md``:
+(module switches of ``skdp.solvers.bilevel.ridge.gd``) or
+:data:`PARAMS` (estimator parameters), paired with the default. Writes
+``benchmarks/results/bilevel_ridge_rule_variants{suffix}.md``:
 median excess risk (synthetic) or test MSE (diabetes), in brackets the ratio
 of medians to ``default`` and the geometric mean of the per-seed ratios.
 """
@@ -56,9 +57,17 @@ VARIANTS = {
 }
 
 
+#: Estimator parameters of each variant (the rest: defaults).
+PARAMS = {
+    "share0.05": dict(estimation_share=0.05),
+    "share0.2": dict(estimation_share=0.2),
+}
+
+
 def _fit(v, X, y, eps, seed, bounds):
-    saved = {k: getattr(ridge_gd_module, k) for k in VARIANTS[v]}
-    for k, val in VARIANTS[v].items():
+    switches = VARIANTS.get(v, {})
+    saved = {k: getattr(ridge_gd_module, k) for k in switches}
+    for k, val in switches.items():
         setattr(ridge_gd_module, k, val)
     try:
         with warnings.catch_warnings():
@@ -71,6 +80,7 @@ def _fit(v, X, y, eps, seed, bounds):
                 random_state=seed,
                 feature_norm=bounds[0],
                 target_bound=bounds[1],
+                **PARAMS.get(v, {}),
             ).fit(X, y)
     finally:
         for k, val in saved.items():
@@ -86,7 +96,9 @@ def main():
     parser.add_argument("--quick", action="store_true", help="n <= 1e4 only")
     parser.add_argument("--suffix", default="")
     args = parser.parse_args()
-    names = ["default"] + [v for v in (args.variants or VARIANTS) if v != "default"]
+    names = ["default"] + [
+        v for v in (args.variants or list(VARIANTS) + list(PARAMS)) if v != "default"
+    ]
     t0 = time.perf_counter()
     all_tasks = tasks(quick=args.quick)
     rows = []
