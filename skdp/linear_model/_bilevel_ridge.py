@@ -76,6 +76,9 @@ _BOUND_MAX_SHARE = 0.5
 #: (as HeavyTailedLinearRegression; diabetes, delta=1e-6, epsilon=1: test MSE
 #: 24,400 -> see doc/user_guide/bilevel_ridge.rst).
 _SMALL_N_SHARE = 0.5
+#: Plan the gd solver's curvature release (where its public rule asks for
+#: it) without a public ``feature_norm`` too (benchmark switch).
+_CURVATURE_WITHOUT_BOUNDS = False
 
 
 #: Deprecated inner solvers and the measured reason (a public parameter: the
@@ -921,7 +924,11 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             # feature norm: it clips the release's rows exactly (without it,
             # diabetes measured 1.40x, benchmarks/results/
             # bilevel_ridge_noise_estimate.md).
-            curvature_share="auto" if self.feature_norm is not None else 0.0,
+            curvature_share=(
+                "auto"
+                if self.feature_norm is not None or _CURVATURE_WITHOUT_BOUNDS
+                else 0.0
+            ),
             # from n >= 1e4 on, HeavyTailedLinearRegression's large-n rule
             # (a public rule of n; its parts are all off: none measured
             # better in every cell, see plan_ridge_gd's LARGE_N constants)
