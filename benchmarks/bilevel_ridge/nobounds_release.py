@@ -18,12 +18,12 @@ import warnings
 
 import numpy as np
 
-import skdp.linear_model._bilevel_ridge as estimator_module
 from benchmarks._common import RESULTS
 from benchmarks._common.baselines import benchmark_delta
 from benchmarks.bilevel_ridge.vs_baselines import tasks
 from skdp import BilevelRidge
-from skdp.solvers.bilevel.ridge import curvature as curvature_module
+from skdp._testing.internals import bilevel_ridge_estimator_module as estimator_module
+from skdp._testing.internals import ridge_curvature_module as curvature_module
 
 CELLS = (
     "low SNR, n=1e+03",
