@@ -67,6 +67,9 @@ VARIANTS = {
     "ratio_0.4+kappa_1": dict(CURVATURE_RATIO=0.4, SIGNAL_KAPPA=1.0),
     "ratio_0.4+kappa_0.75": dict(CURVATURE_RATIO=0.4, SIGNAL_KAPPA=0.75),
     "ratio_0.4+share_0.025": dict(CURVATURE_RATIO=0.4, CURVATURE_SHARE=0.025),
+    "kappa_1.1": dict(SIGNAL_KAPPA=1.1),
+    "kappa_1.15": dict(SIGNAL_KAPPA=1.15),
+    "kappa_1.5": dict(SIGNAL_KAPPA=1.5),
 }
 
 
