@@ -116,6 +116,26 @@ def test_curvature_release_is_in_the_budget():
         rgd.plan_ridge_gd(mu, n, d, curvature_share="always")
 
 
+def test_curvature_release_is_planned_at_n_1e3_epsilon_1():
+    # issue 21, round 6: at n = 1e3, d = 20, epsilon = 1 (ratio 0.42) the
+    # release and its no-signal rule were off at the former switch 0.5, and
+    # the low-SNR fit scored 5.15 against 2.0 for the all-zero model
+    n, d = 1000, 20
+    mu = gdp_mu(1.0, min(1e-6, 1.0 / n**2))
+    plain = rgd.plan_ridge_gd(mu, n, d, tuning="risk_estimate")
+    ratio = rgd.gradient_noise_ratio(plain.fit.gd.z_grad, n, d + 1)
+    assert 0.4 < ratio < 0.5
+    plan = rgd.plan_ridge_gd(mu, n, d, tuning="risk_estimate", curvature_share="auto")
+    assert plan.measure_curvature
+    # ... and still off at n = 2000, d = 10, epsilon = 0.5 (ratio 0.31),
+    # where releasing cost 1.41x (20 seeds)
+    mu = gdp_mu(0.5, min(1e-6, 1.0 / 2000**2))
+    small = rgd.plan_ridge_gd(
+        mu, 2000, 10, tuning="risk_estimate", curvature_share="auto"
+    )
+    assert not small.measure_curvature
+
+
 class _NoiseRecorder:
     def __init__(self, monkeypatch, modules):
         self.calls = []

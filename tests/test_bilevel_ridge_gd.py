@@ -137,13 +137,15 @@ def test_ridge_gd_draws_exactly_its_plan(monkeypatch, tuning):
     fit = plan.fit
     counts = [c for c in rec.calls if c[1] is None]
     grads = [c for c in rec.calls if c[1] == d + 1]
-    # the last scalar draw is the intercept release (2 Q z_intercept)
+    # the last scalar draw is the intercept release (2 Q z_intercept); the
+    # data have signal, so Q is the signal branch's clip
     assert plan.debias
     Q = rgd.residual_clip(
         res.info["clip_thresholds"][-1],
         res.info["feature_scale"],
         d + 1,
         fit.gd.clip_fraction,
+        kappa=rgd.SIGNAL_RESIDUAL_CLIP,
     )
     assert counts[-1][0] == pytest.approx(2 * Q * plan.z_intercept)
     counts = counts[:-1]

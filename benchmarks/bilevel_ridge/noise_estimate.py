@@ -56,6 +56,20 @@ VARIANTS = {
     "stationary": dict(FINITE_RUN=False),
     "share_0.1": dict(CURVATURE_SHARE=0.1),
     "share_0.075": dict(CURVATURE_SHARE=0.075),
+    # issue 21, round 6: the release's public switch (0.5 left n = 1e3,
+    # d = 20 at epsilon = 1 without it: ratio 0.42; the default is now 0.4,
+    # "ratio_0.5" is the former default)
+    "ratio_0.5": dict(CURVATURE_RATIO=0.5),
+    "ratio_0.4": dict(CURVATURE_RATIO=0.4),
+    "ratio_0.3": dict(CURVATURE_RATIO=0.3),
+    "ratio_0.2": dict(CURVATURE_RATIO=0.2),
+    "ratio_0.1": dict(CURVATURE_RATIO=0.1),
+    "ratio_0.4+kappa_1": dict(CURVATURE_RATIO=0.4, SIGNAL_KAPPA=1.0),
+    "ratio_0.4+kappa_0.75": dict(CURVATURE_RATIO=0.4, SIGNAL_KAPPA=0.75),
+    "ratio_0.4+share_0.025": dict(CURVATURE_RATIO=0.4, CURVATURE_SHARE=0.025),
+    "kappa_1.1": dict(SIGNAL_KAPPA=1.1),
+    "kappa_1.15": dict(SIGNAL_KAPPA=1.15),
+    "kappa_1.5": dict(SIGNAL_KAPPA=1.5),
 }
 
 

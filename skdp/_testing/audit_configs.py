@@ -77,7 +77,7 @@ AUDIT_VARIANTS = {
         ),
     ),
     # The default with its intercept: the two steps and the final intercept
-    # release (clipped residual mean, soft-thresholded).
+    # release (clipped residual mean, shrunk).
     "BilevelRidge(inner_solver='gd', fit_intercept=True)": (
         "BilevelRidge",
         dict(

@@ -34,6 +34,7 @@ from ..privacy._mechanisms import _scaled_noise as scaled_noise
 # releases, selection-rule and frontier studies, inner-noise ablations).
 from ..solvers.bilevel.hypergradient import bilevel_outer_loop
 from ..solvers.bilevel.plan import gdp_budget
+from ..solvers.bilevel.ridge import curvature as ridge_curvature_module
 from ..solvers.bilevel.ridge import gd as ridge_gd_module
 from ..solvers.bilevel.ridge.gd import plan_ridge_gd, ridge_gd
 from ..solvers.bilevel.ridge.output import output_sensitivities
@@ -123,6 +124,7 @@ __all__ = [
     "probe_plan",
     "release_shared_gram",
     "release_statistics",
+    "ridge_curvature_module",
     "ridge_gd",
     "ridge_gd_module",
     "saddle_point_plan_module",

@@ -76,6 +76,9 @@ _BOUND_MAX_SHARE = 0.5
 #: (as HeavyTailedLinearRegression; diabetes, delta=1e-6, epsilon=1: test MSE
 #: 24,400 -> see doc/user_guide/bilevel_ridge.rst).
 _SMALL_N_SHARE = 0.5
+#: Plan the gd solver's curvature release (where its public rule asks for
+#: it) without a public ``feature_norm`` too (benchmark switch).
+_CURVATURE_WITHOUT_BOUNDS = False
 
 
 #: Deprecated inner solvers and the measured reason (a public parameter: the
@@ -797,7 +800,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             yn = clip_targets(y, target_bound) / target_bound
             result = bilevel_ridge(Xn, yn, train_idx, val_idx, ridge_plan, rng)
         self._record_privacy(plan)
-        self._store_model(result, feature_norm, target_bound, ridge_plan.stds)
+        self._store_model(result, feature_norm, target_bound, ridge_plan.stds.gram)
         self.alpha_path_ = result.alpha_path * feature_norm**2
         self.n_iter_ = int(self.max_iter)
         self.output_iteration_ = int(result.t_out)
@@ -809,7 +812,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         self._spend(plan)
         return plan
 
-    def _store_model(self, result, feature_norm, target_bound, stds):
+    def _store_model(self, result, feature_norm, target_bound, gram_std):
         """Fitted attributes shared by both upper levels, in original units."""
         a2 = feature_norm**2
         self.feature_norm_ = float(feature_norm)
@@ -820,7 +823,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         self.coef_ = result.coef * (target_bound / feature_norm)
         self.intercept_ = float(result.intercept * target_bound)
         self.alpha_ = float(result.alpha * a2)
-        self.noise_level_ = float(stds.get("gram", 0.0) * a2)
+        self.noise_level_ = float(gram_std * a2)
         self.signal_pvalue_ = float(result.signal_pvalue)
 
     def _risk_plan(self, n, d, mu, feature_norm):
@@ -876,7 +879,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             yn = clip_targets(y, target_bound) / target_bound
             result = risk_estimate_ridge(Xn, yn, risk_plan, rng)
         self._record_privacy(plan)
-        self._store_model(result, feature_norm, target_bound, risk_plan.stds)
+        self._store_model(result, feature_norm, target_bound, risk_plan.stds["gram"])
         self.alpha_path_ = np.array([self.alpha_])
         self.n_iter_ = 1  # one pass over the public penalty grid
         self.output_iteration_ = 0
@@ -921,7 +924,11 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             # feature norm: it clips the release's rows exactly (without it,
             # diabetes measured 1.40x, benchmarks/results/
             # bilevel_ridge_noise_estimate.md).
-            curvature_share="auto" if self.feature_norm is not None else 0.0,
+            curvature_share=(
+                "auto"
+                if self.feature_norm is not None or _CURVATURE_WITHOUT_BOUNDS
+                else 0.0
+            ),
             # from n >= 1e4 on, HeavyTailedLinearRegression's large-n rule
             # (a public rule of n; its parts are all off: none measured
             # better in every cell, see plan_ridge_gd's LARGE_N constants)

@@ -244,6 +244,68 @@ class BilevelRidgeSettings:
 
 
 @dataclass(frozen=True)
+class BilevelRidgeNoise:
+    """Noise scales of a bilevel ridge plan, one named field per release.
+
+    Every field is a float in the normalized units of the release it scales
+    (0.0: the release is not planned or carries no noise), except
+    ``target_sq`` (``None`` when no signal test is planned) and ``loc_gd``
+    (the calibrated noise of the DP-Loc-GD inner solver, ``None`` otherwise).
+    Read access by name (``noise["gram"]``, ``"target_sq" in noise``) gives
+    the planned releases only, as the former dict did.
+
+    Attributes
+    ----------
+    outer : float
+        Standard deviation of the outer (hypergradient) noise.
+    target_sq : float or None
+        Standard deviation of each part's released ``y^T y``.
+    moment, gram : float
+        Standard deviations of a part's moment and Gram releases.
+    correlation : float
+        Correlation of the two parts' noise (not a scale).
+    refit_gram, refit_moment : float
+        Standard deviations of the pooled refit releases.
+    centering : float
+        Standard deviation of the released training sums.
+    multiplier, refit_multiplier : float
+        Noise multipliers of the output-perturbation solves and refit.
+    loc_gd : object or None
+        Calibrated DP-Loc-GD noise (:func:`calibrate_bilevel_noise`).
+    refit_std : float
+        Standard deviation of the DP-Loc-GD refit steps.
+    planned : frozenset of str
+        Names of the releases the plan makes.
+    """
+
+    outer: float = 0.0
+    target_sq: float = None
+    moment: float = 0.0
+    gram: float = 0.0
+    correlation: float = 0.0
+    refit_gram: float = 0.0
+    refit_moment: float = 0.0
+    centering: float = 0.0
+    multiplier: float = 0.0
+    refit_multiplier: float = 0.0
+    loc_gd: object = None
+    refit_std: float = 0.0
+    planned: frozenset = field(default=frozenset(), repr=False)
+
+    def __contains__(self, name):
+        return name in self.planned
+
+    def __getitem__(self, name):
+        if name not in self.planned:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def get(self, name, default=None):
+        """The named release's scale if planned, else ``default``."""
+        return getattr(self, name) if name in self.planned else default
+
+
+@dataclass(frozen=True)
 class BilevelRidgePlan:
     """The public privacy plan: noise scales and the matching event.
 
@@ -254,7 +316,7 @@ class BilevelRidgePlan:
     mu : float
         GDP budget the plan spends (``inf``: no noise).
     event : DpEvent
-    stds : dict
+    stds : BilevelRidgeNoise
         Noise standard deviations and multipliers of each release.
     """
 
@@ -264,7 +326,7 @@ class BilevelRidgePlan:
     n_features: int
     mu: float
     event: object = field(repr=False)
-    stds: dict = field(default_factory=dict)
+    stds: BilevelRidgeNoise = field(default_factory=BilevelRidgeNoise)
 
 
 @dataclass
@@ -359,7 +421,9 @@ def plan_bilevel_ridge(settings, n_train, n_val, n_features, mu):
     s = settings
     stds = {}
     if math.isinf(mu):
-        return BilevelRidgePlan(s, n_train, n_val, n_features, mu, NoOpDpEvent(), stds)
+        return BilevelRidgePlan(
+            s, n_train, n_val, n_features, mu, NoOpDpEvent(), _noise(stds)
+        )
     # Shares of mu**2 (skdp.privacy.Budget): refit, then outer, signal test,
     # centring and Gram/moment out of the rest.
     budget = Budget(mu)
@@ -449,7 +513,12 @@ def plan_bilevel_ridge(settings, n_train, n_val, n_features, mu):
         [ComposedDpEvent(train_events), ComposedDpEvent(val_events)]
     )
     event = ComposedDpEvent([parts] + all_events) if all_events else parts
-    return BilevelRidgePlan(s, n_train, n_val, n_features, mu, event, stds)
+    return BilevelRidgePlan(s, n_train, n_val, n_features, mu, event, _noise(stds))
+
+
+def _noise(stds):
+    """The planned scales as a :class:`BilevelRidgeNoise`."""
+    return BilevelRidgeNoise(**stds, planned=frozenset(stds))
 
 
 def loc_gd_clip(settings):
@@ -497,7 +566,7 @@ def _outer_hypergradient(plan, rng):
             # Every training record carries the same per-record value
             # omega * lam * (R(w_pen) - R(w_low)); clipped as a whole.
             g = float(np.clip(g, -s.outer_clip, s.outer_clip))
-            g += gaussian_noise(rng, plan.stds.get("outer", 0.0))
+            g += gaussian_noise(rng, plan.stds.outer)
         return np.array([g])
 
     return hypergradient
@@ -596,8 +665,8 @@ def validation_objective(train, val, plan):
     else:
         pairs = [(0, 1, 1.0)]
     noise = ValidationNoise(
-        moment_std=plan.stds.get("moment", 0.0),
-        correlation=plan.stds.get("correlation", 0.0),
+        moment_std=plan.stds.moment,
+        correlation=plan.stds.correlation,
     )
     return ValidationObjective(
         parts,
@@ -646,10 +715,10 @@ def bilevel_ridge_from_statistics(exact_tr, exact_va, plan, rng, exact_all=None)
     release = release_shared_gram if s.shared_gram else release_statistics
     raw_tr, raw_va = release(
         [exact_tr, exact_va],
-        gram_std=plan.stds.get("gram", 0.0),
-        moment_std=plan.stds.get("moment", 0.0),
-        correlation=plan.stds.get("correlation", 0.0),
-        target_sq_std=plan.stds.get("target_sq"),
+        gram_std=plan.stds.gram,
+        moment_std=plan.stds.moment,
+        correlation=plan.stds.correlation,
+        target_sq_std=plan.stds.target_sq,
         rng=rng,
     )
     # Everything below is post-processing of the two releases.
@@ -671,7 +740,7 @@ def bilevel_ridge_from_statistics(exact_tr, exact_va, plan, rng, exact_all=None)
             # The paper's outer noise on the data-dependent estimate (clipped
             # as a whole); post-processing here, kept for fidelity.
             g = float(np.clip(g, -s.outer_clip, s.outer_clip))
-            g += gaussian_noise(rng, plan.stds.get("outer", 0.0))
+            g += gaussian_noise(rng, plan.stds.outer)
         # grad_x f: the public correction of the released objective.
         return np.array([g + objective.correction_gradient(u[0])])
 
@@ -692,14 +761,14 @@ def bilevel_ridge_from_statistics(exact_tr, exact_va, plan, rng, exact_all=None)
     if s.refit_share > 0:
         (raw_all,) = release_statistics(
             [exact_all() if exact_all is not None else exact_tr + exact_va],
-            gram_std=plan.stds.get("refit_gram", 0.0),
-            moment_std=plan.stds.get("refit_moment", 0.0),
+            gram_std=plan.stds.refit_gram,
+            moment_std=plan.stds.refit_moment,
             rng=rng,
         )
         # Inverse-variance combination of two releases of the same rows.
         weights, pooled = [], []
         for v, key in ((v_gram, "refit_gram"), (v_moment, "refit_moment")):
-            v_all = plan.stds.get(key, 0.0) ** 2
+            v_all = getattr(plan.stds, key) ** 2
             weights.append(v_all / (v + v_all) if v + v_all > 0 else 0.5)
             pooled.append(v * v_all / (v + v_all) if v + v_all > 0 else 0.0)
         final = final.combine(raw_all, *weights)
@@ -725,10 +794,10 @@ def pooled_noise_variances(plan):
     gram_var, moment_var : float
         Per upper-triangle Gram entry and per moment entry.
     """
-    rho = plan.stds.get("correlation", 0.0)
+    rho = plan.stds.correlation
     parts = 2.0 * (1.0 + rho)  # two correlated releases summed
-    gram = plan.stds.get("gram", 0.0) ** 2
-    moment = plan.stds.get("moment", 0.0) ** 2
+    gram = plan.stds.gram**2
+    moment = plan.stds.moment**2
     return gram * (1.0 if plan.settings.shared_gram else parts), moment * parts
 
 
@@ -754,7 +823,7 @@ def signal_found(parts, plan):
         The test's p-value; NaN when the plan releases no ``y^T y`` (no
         test, or no noise).
     """
-    if "target_sq" not in plan.stds:
+    if plan.stds.target_sq is None:
         return False, math.nan
     first, second = parts
     gram_var, moment_var = pooled_noise_variances(plan)
@@ -762,7 +831,7 @@ def signal_found(parts, plan):
         first + second,
         moment_var=moment_var,
         gram_var=gram_var,
-        target_sq_var=2.0 * plan.stds["target_sq"] ** 2,  # independent per part
+        target_sq_var=2.0 * plan.stds.target_sq**2,  # independent per part
     ).pvalue
     clear = gram_noise_ratio(parts, plan) <= MAX_GRAM_NOISE_RATIO
     return bool(pvalue < plan.settings.signal_test_level and clear), pvalue
@@ -792,7 +861,7 @@ def gram_noise_ratio(parts, plan):
     float
         ``inf`` if a part's scatter is zero.
     """
-    std = plan.stds.get("gram", 0.0)
+    std = plan.stds.gram
     n = sum(part.n_samples for part in parts)
     worst = 0.0
     for part in parts:
@@ -841,11 +910,11 @@ def final_penalty_factor(plan, final_variance):
     --------
     >>> s = BilevelRidgeSettings(alpha_max=1e4)
     >>> plan = plan_bilevel_ridge(s, 500, 500, 3, 1.0)
-    >>> pooled = 2.0 * (1.0 + s.correlation) * plan.stds["moment"] ** 2
+    >>> pooled = 2.0 * (1.0 + s.correlation) * plan.stds.moment ** 2
     >>> round(final_penalty_factor(plan, pooled), 6)
     0.4
     """
-    v = plan.stds.get("moment", 0.0) ** 2
+    v = plan.stds.moment**2
     if v == 0.0 or final_variance == 0.0:
         return 1.0
     n = plan.n_train + plan.n_val
@@ -858,7 +927,7 @@ def _centering(Xt, yt, plan, rng):
     if not plan.settings.fit_intercept:
         return np.zeros(Xt.shape[1]), 0.0
     n = Xt.shape[0]
-    std = plan.stds.get("centering", 0.0)
+    std = plan.stds.centering
     mean_x = (Xt.sum(axis=0) + gaussian_noise(rng, std, Xt.shape[1])) / n
     mean_y = (yt.sum() + gaussian_noise(rng, std)) / n
     mean_x = clip_rows(mean_x[None, :], 1.0)[0]
@@ -874,7 +943,7 @@ def _fit_output(Xt, yt, Xv, yv, plan, rng):
     # Exact (not released) per-part statistics of the centred rows.
     st, ct = Xt_c.T @ Xt_c, Xt_c.T @ yt_c
     sv, cv = Xv_c.T @ Xv_c, Xv_c.T @ yv_c
-    z = plan.stds.get("multiplier", 0.0)
+    z = plan.stds.multiplier
 
     def noise_stds(u):
         omega = math.exp(u[0]) / n_tr
@@ -913,7 +982,7 @@ def _fit_output(Xt, yt, Xv, yv, plan, rng):
         n = n_tr + n_va
         omega = alpha / n
         sens = output_sensitivities({"all": (1.0 / n, n)}, omega, a, b)["all"]
-        std = plan.stds["refit_multiplier"] * sens
+        std = plan.stds.refit_multiplier * sens
         coef = perturbed_ridge((st + sv) / n, (ct + cv) / n, omega, std, rng)
         coef = project_on_ball(
             shrink_noisy(coef, std), ridge_ball_radius(1.0, omega, b)
@@ -981,9 +1050,7 @@ def _fit_loc_gd(Xt, yt, Xv, yv, plan, rng):
     mx, my = _centering(Xt, yt, plan, rng)
     Xt_c, yt_c, Xv_c, yv_c = Xt - mx, yt - my, Xv - mx, yv - my
     design = loc_gd_design(s, n_tr, n_va)
-    noise = plan.stds.get("loc_gd") or calibrate_bilevel_noise(
-        design, None, None, mu=math.inf
-    )
+    noise = plan.stds.loc_gd or calibrate_bilevel_noise(design, None, None, mu=math.inf)
     clip = loc_gd_clip(s)
     res = dp_bilevel(
         _ridge_oracles(Xt_c, yt_c, Xv_c, yv_c, s.outer_noise),
@@ -1018,7 +1085,7 @@ def _fit_loc_gd(Xt, yt, Xv, yv, plan, rng):
             2.0 * radius,
             n_rounds=s.inner_rounds,
             n_steps=s.inner_steps,
-            noise_std=plan.stds.get("refit_std", 0.0),
+            noise_std=plan.stds.refit_std,
             gradient_bound=clip + omega * radius,
             strong_convexity=omega,
             n_features=d,
@@ -1029,7 +1096,7 @@ def _fit_loc_gd(Xt, yt, Xv, yv, plan, rng):
             coef,
             radii=radii,
             n_steps=s.inner_steps,
-            noise_std=plan.stds.get("refit_std", 0.0),
+            noise_std=plan.stds.refit_std,
             strong_convexity=omega,
             smoothness=a * a + omega,
             rng=rng,
