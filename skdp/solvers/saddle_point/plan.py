@@ -40,6 +40,8 @@ __all__ = [
     "MinimaxPlan",
     "gda_plan",
     "gda_schedule",
+    "multinomial_momentum",
+    "multinomial_noise_ratio",
     "plan_minimax",
 ]
 
@@ -82,6 +84,16 @@ _GDA_NOISELESS = {
 # task 1.8 times worse at epsilon = inf.
 _GDA_MULTINOMIAL = {"step_factor": 3.0, "clip_factor": 0.7}
 _GDA_NOISELESS_MULTINOMIAL = {"step_factor": 3.0, "clip_factor": math.sqrt(2.0)}
+# Multinomial momentum rule (issue 17, small real data sets;
+# benchmarks/results/minimax_fair_multiclass_real.md): the public per-step
+# noise-to-signal ratio r = z sqrt(p K) / n (the noise norm of the mean
+# gradient over the largest mean gradient, up to the constant 2 clip_factor)
+# switches Nesterov momentum off where the noise dominates a step: momentum
+# 0.9 for r <= _GDA_MOMENTUM_RATIO[0], none for r >= _GDA_MOMENTUM_RATIO[1],
+# linear in log r in between. Momentum carries the noise of every step
+# forward with its signal; at large n (r about 0.003 to 0.03 on the issue's
+# synthetic tasks) it is unchanged.
+_GDA_MOMENTUM_RATIO = (0.05, 0.3)
 
 
 def gda_schedule(noise_multiplier, multinomial=False):
@@ -145,6 +157,65 @@ def gda_schedule(noise_multiplier, multinomial=False):
         }
     out["noiseless_share"] = u
     return out
+
+
+def multinomial_noise_ratio(noise_multiplier, n_samples, n_params, n_classes):
+    """Public per-step noise-to-signal ratio ``r = z sqrt(p K) / n``.
+
+    The norm of the Gaussian noise on the mean gradient of a step is about
+    ``2 clip z sqrt(p K) / n``; the mean of clipped gradients has norm at most
+    ``clip``. ``r`` is their ratio up to the constant 2: a function of the
+    budget, ``n``, the dimensions and the plan only.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        ``z`` of every step.
+    n_samples : int
+        Public number of records.
+    n_params : int
+        Rows of the coefficient matrix (features plus intercept column).
+    n_classes : int
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> multinomial_noise_ratio(20.0, 1000, 25, 4)
+    0.2
+    """
+    return float(noise_multiplier) * math.sqrt(n_params * n_classes) / n_samples
+
+
+def multinomial_momentum(noise_ratio):
+    """Nesterov momentum of the multinomial ``"gda"`` schedule (public rule).
+
+    ``_GDA_MOMENTUM`` (0.9) while the per-step noise-to-signal ratio ``r``
+    (:func:`multinomial_noise_ratio`) is at most ``_GDA_MOMENTUM_RATIO[0]``,
+    none from ``_GDA_MOMENTUM_RATIO[1]`` on, linear in ``log r`` between.
+
+    Parameters
+    ----------
+    noise_ratio : float
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> multinomial_momentum(0.01), multinomial_momentum(1.0)
+    (0.9, 0.0)
+    """
+    lo, hi = _GDA_MOMENTUM_RATIO
+    r = float(noise_ratio)
+    if r <= lo:
+        return _GDA_MOMENTUM
+    if r >= hi:
+        return 0.0
+    return _GDA_MOMENTUM * (1.0 - math.log(r / lo) / math.log(hi / lo))
 
 
 @dataclass(frozen=True)
@@ -279,6 +350,8 @@ def gda_plan(
     radius=5.0,
     step_scale=1.0,
     dual_step=None,
+    n_samples=None,
+    n_params=None,
 ):
     """Public plan of ``solver="gda"`` next to the ``fixed`` estimation events.
 
@@ -298,6 +371,11 @@ def gda_plan(
     step_scale : float, default=1.0
     dual_step : float or None, default=None
         ``None``: the schedule rule's.
+    n_samples, n_params : int or None, default=None
+        Public number of records and of coefficient rows (features plus
+        intercept column). With more than two classes and both given, the
+        momentum follows :func:`multinomial_momentum`; otherwise it is
+        ``_GDA_MOMENTUM``.
 
     Returns
     -------
@@ -321,6 +399,11 @@ def gda_plan(
     )
     event = ComposedDpEvent([fixed_event, steps_event]) if fixed else steps_event
     rule = gda_schedule(z, multinomial=n_classes > 2)
+    momentum = _GDA_MOMENTUM
+    if n_classes > 2 and n_samples is not None and n_params is not None:
+        momentum = multinomial_momentum(
+            multinomial_noise_ratio(z, n_samples, n_params, n_classes)
+        )
     schedule = GDASchedule(
         n_steps=n_steps,
         noise_multiplier=z,
@@ -333,7 +416,7 @@ def gda_plan(
         dual_warmup=rule["dual_warmup"],
         average_from=_GDA_AVERAGE_FROM,
         primal_average_from=rule["primal_average_from"],
-        momentum=_GDA_MOMENTUM,
+        momentum=momentum,
         optimistic=_GDA_OPTIMISTIC,
         confidence=_GDA_CONFIDENCE,
         restart=_GDA_RESTART,
@@ -513,6 +596,8 @@ def plan_minimax(
             radius=radius,
             step_scale=step_scale,
             dual_step=dual_step,
+            n_samples=n_samples,
+            n_params=int(n_features) + int(bool(fit_intercept)),
         )
         return MinimaxPlan(
             noise_multiplier=plan.schedule.noise_multiplier,
