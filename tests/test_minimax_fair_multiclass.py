@@ -280,7 +280,7 @@ def test_multinomial_momentum_rule_is_public_continuous_and_free():
     )
     # Through the plan (no data): small n -> no momentum, large n -> 0.9, the
     # same event; the binary schedule keeps 0.9 at every n.
-    kw = dict(max_iter=100, estimate_priors=False)
+    kw = dict(max_iter=100, estimate_priors=False, estimate_norm=False)
     small = plan_module.plan_minimax(1.0, 1e-6, 300, 10, 1, 5, **kw)
     large = plan_module.plan_minimax(1.0, 1e-6, 10**6, 10, 1, 5, **kw)
     r_small = plan_module.multinomial_noise_ratio(small.noise_multiplier, 300, 11, 5)
@@ -299,6 +299,44 @@ def test_multinomial_momentum_rule_is_public_continuous_and_free():
     # without noise (z = 0, r = 0) the epsilon = inf schedule is unchanged
     free = plan_module.plan_minimax(np.inf, 1e-6, 300, 10, 1, 5, **kw)
     assert free.gda.momentum == 0.9
+
+
+def test_default_radius_rule_is_public_and_respects_a_given_radius():
+    """radius=None: 5 for the binary loss and while r <= 0.05, 20 from
+    r = 0.3 on (geometric in between); a given radius is used as is. The
+    rule changes no privacy event."""
+    rad = plan_module.multinomial_radius
+    lo, hi = plan_module._GDA_MOMENTUM_RATIO
+    assert rad(0.0) == rad(lo) == 5.0 and rad(hi) == rad(50.0) == 20.0
+    grid = np.geomspace(lo / 2, 2 * hi, 200)
+    values = np.array([rad(r) for r in grid])
+    assert np.all(np.diff(values) >= 0) and np.max(np.diff(values)) < 0.3
+    mid = math.sqrt(lo * hi)
+    assert rad(mid) == pytest.approx(10.0)  # halfway in log r: 5 * 4**0.5
+    kw = dict(max_iter=100, estimate_priors=False, estimate_norm=False)
+    small = plan_module.plan_minimax(1.0, 1e-6, 300, 10, 1, 5, **kw)
+    large = plan_module.plan_minimax(1.0, 1e-6, 10**6, 10, 1, 5, **kw)
+    given = plan_module.plan_minimax(1.0, 1e-6, 300, 10, 1, 5, radius=7.0, **kw)
+    assert small.radius == small.gda.radius == 20.0
+    assert large.radius == large.gda.radius == 5.0
+    assert given.radius == given.gda.radius == 7.0
+    assert small.event == large.event == given.event
+    for n in (300, 10**6):
+        for solver in ("gda", "nseg"):
+            binary = plan_module.plan_minimax(
+                1.0, 1e-6, n, 10, 1, 2, solver=solver, **kw
+            )
+            assert binary.radius == 5.0
+    # through the estimator: the ball actually used
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4))
+    y = rng.integers(0, 3, size=200)
+    clf = MinimaxFairClassifier(
+        epsilon=1.0, feature_norm=3.0, classes=range(3), random_state=0
+    ).fit(X, y)
+    assert clf.constants_["radius"] == 20.0
+    W = np.vstack([clf.coef_.T, clf.intercept_[None, :]])
+    assert np.linalg.norm(W) <= 20.0 + 1e-9
 
 
 @pytest.mark.parametrize("n", [200, 20000])

@@ -14,8 +14,9 @@ feature-norm bound is estimated privately, as ``HeavyTailedLogisticRegression``
 estimates its scales in that benchmark. Per run (split, seed), in one process:
 
 - ``MinimaxFairClassifier`` (default schedule) with ``random_state = seed``;
-- the same fit under the previous schedule (Nesterov momentum 0.9 at every
-  noise level, ``previous``), paired;
+- the same fit under the previous defaults (``previous``: Nesterov momentum
+  0.9 and radius 5 at every noise level, the feature-norm quantile released
+  at every ``n``), paired;
 - multinomial full-batch DP-GD (``dp_gd_multinomial`` of the heavy-tailed
   benchmark: per-record Frobenius clip C in {0.1, 1, 10}, step in {0.3, 1,
   3}, 100 steps, exact GDP noise) with ``default_rng(seed)``: the same
@@ -67,13 +68,24 @@ LRS = (0.3, 1.0, 3.0)
 
 @contextlib.contextmanager
 def previous_schedule():
-    """The multinomial schedule before the momentum rule: 0.9 at every ``r``."""
-    rule = plan_module.multinomial_momentum
+    """The defaults before this round's rules: momentum 0.9 and radius 5 at
+    every ``r``, and the norm quantile released at every ``n``."""
+    saved = (
+        plan_module.multinomial_momentum,
+        plan_module.multinomial_radius,
+        plan_module.norm_quantile_reachable,
+    )
     plan_module.multinomial_momentum = lambda r: plan_module._GDA_MOMENTUM
+    plan_module.multinomial_radius = lambda r: plan_module._GDA_DEFAULT_RADIUS
+    plan_module.norm_quantile_reachable = lambda n, eps: True
     try:
         yield
     finally:
-        plan_module.multinomial_momentum = rule
+        (
+            plan_module.multinomial_momentum,
+            plan_module.multinomial_radius,
+            plan_module.norm_quantile_reachable,
+        ) = saved
 
 
 def fit_minimax(Xtr, ytr, Xte, yte, K, eps, seed):
@@ -95,6 +107,7 @@ def run(Xtr, ytr, Xte, yte, K, epsilons, seed, nonprivate):
         row["minimax"], clf = fit_minimax(Xtr, ytr, Xte, yte, K, eps, seed)
         row["minimax_cpu"] = time.process_time() - t0
         row["momentum"] = clf.constants_["momentum"]
+        row["radius"] = clf.constants_["radius"]
         row["feature_norm"] = clf.feature_norm_
         with previous_schedule():
             row["previous"], _ = fit_minimax(Xtr, ytr, Xte, yte, K, eps, seed)
@@ -150,6 +163,7 @@ def summarise(runs, epsilons):
             "diff_nonprivate": float((mm - nonpriv).mean()),
             "diff_nonprivate_se": se(mm - nonpriv),
             "momentum": float(np.median([r["momentum"] for r in rows])),
+            "radius": float(np.median([r["radius"] for r in rows])),
             "feature_norm_median": float(np.median([r["feature_norm"] for r in rows])),
             "feature_norm_range": [
                 float(np.min([r["feature_norm"] for r in rows])),
@@ -164,10 +178,11 @@ def table(name, summary):
     lines = [
         f"### {name}",
         "",
-        "| eps | runs | MinimaxFair | previous schedule | MF - previous | best DP-GD "
+        "| eps | runs | MinimaxFair | previous | MF - previous | best DP-GD "
         "(C, step) | MF - best DP-GD | worst fixed-clip DP-GD | MF min | "
-        "non-private | MF - non-private | momentum | feature_norm_ median [min, max] |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "non-private | MF - non-private | momentum | radius | "
+        "feature_norm_ median [min, max] |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for eps, r in summary.items():
         lo, hi = r["feature_norm_range"]
@@ -177,7 +192,7 @@ def table(name, summary):
             f" ({r['best_gd_cfg']}) | {r['diff_gd']:+.4f} ± {r['diff_gd_se']:.4f} | "
             f"{r['worst_clip_gd']:.4f} | {r['minimax_min']:.4f} | "
             f"{r['nonprivate']:.4f} | {r['diff_nonprivate']:+.4f} ± "
-            f"{r['diff_nonprivate_se']:.4f} | {r['momentum']:.2f} | "
+            f"{r['diff_nonprivate_se']:.4f} | {r['momentum']:.2f} | {r['radius']:.3g} | "
             f"{r['feature_norm_median']:.3g} [{lo:.3g}, {hi:.3g}] |"
         )
     return lines + [""]
@@ -253,10 +268,12 @@ def main():
         "(`feature_norm` estimated privately). DP-GD: 100 full-batch steps, "
         "exact GDP noise, C in {0.1, 1, 10} x step in {0.3, 1, 3}, the same "
         "splits and seeds; best (C, step) chosen in hindsight on the mean. "
-        "'previous schedule': momentum 0.9 at every noise level (before the "
-        "multinomial momentum rule), same seeds. Mean test accuracy; '±' is "
+        "'previous': the defaults before this round's rules (momentum 0.9 and "
+        "radius 5 at every noise level, norm quantile released at every n), "
+        "same seeds. Mean test accuracy; '±' is "
         "the standard error of the paired differences. 'momentum': median of "
-        "the rule's value; `feature_norm_`: the released bound.",
+        "the rule's value; radius: the default radius used; `feature_norm_`: the "
+        "released (or public default) bound.",
         "",
     ]
     for name, summary in summaries.items():
