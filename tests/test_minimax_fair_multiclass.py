@@ -334,7 +334,11 @@ def test_default_radius_rule_is_public_and_respects_a_given_radius():
     clf = MinimaxFairClassifier(
         epsilon=1.0, feature_norm=3.0, classes=range(3), random_state=0
     ).fit(X, y)
-    assert clf.constants_["radius"] == 20.0
+    assert clf.constants_["radius"] == clf.radius_ == 20.0
+    binary = MinimaxFairClassifier(
+        epsilon=1.0, feature_norm=3.0, classes=[0, 1], random_state=0
+    ).fit(X, (y > 0).astype(int))
+    assert binary.radius_ == 5.0
     W = np.vstack([clf.coef_.T, clf.intercept_[None, :]])
     assert np.linalg.norm(W) <= 20.0 + 1e-9
 

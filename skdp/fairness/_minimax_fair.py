@@ -207,7 +207,10 @@ class MinimaxFairClassifier(
         Private group weights ``q`` of the saddle point (large for the
         groups with the highest risk).
     feature_norm_ : float
-        Clipping bound on ``||x||`` used (given or privately estimated).
+        Clipping bound on ``||x||`` used (given, privately estimated, or the
+        public default when ``n`` is too small to estimate it).
+    radius_ : float
+        Radius of the coefficient ball used (``radius``, or its default rule).
     center_ : ndarray of shape (`n_features_in_`,) or None
         Private mean the features were centred at (``center=True``), else
         ``None``.
@@ -604,6 +607,7 @@ class MinimaxFairClassifier(
         self.group_priors_ = priors
         self.group_weights_ = result.weights
         self.feature_norm_ = float(feature_norm)
+        self.radius_ = float(plan.radius)
         self.center_ = center
         self.n_iter_ = result.n_iter
         self.noise_std_ = result.noise_std
