@@ -60,7 +60,7 @@ from benchmarks.heavy_tailed.multiclass import (
     synthetic,
 )
 from skdp import MinimaxFairClassifier
-from skdp.solvers.saddle_point import plan as plan_module
+from skdp._testing.internals import saddle_point_plan_module as plan_module
 
 CLIPS = (0.1, 1.0, 10.0)
 LRS = (0.3, 1.0, 3.0)
