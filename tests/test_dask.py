@@ -672,6 +672,25 @@ def test_minimax_fair_private_feature_norm_on_dask_matches_numpy(client, classes
     assert other.feature_norm_ != b.feature_norm_
 
 
+@pytest.mark.parametrize("classes", [2, 3])
+def test_minimax_fair_small_n_default_norm_on_dask_matches_numpy(client, classes):
+    """Too few rows for the norm quantile: the dask path follows the plan
+    (public default sqrt(d), the histogram gets the whole estimation share)."""
+    kw = {"feature_norm": None, "epsilon": 1.0}
+    if classes == 3:
+        kw.update(classes=[0, 1, 2])
+    X, y, g = _fair_data(n=120, classes=classes, seed=3)
+    with pytest.warns(UserWarning, match="sqrt"):
+        a = _fair(**kw).fit(X, y, sensitive_features=g)
+    Xd, yd, gd = _fair_dask(X, y, g)
+    with pytest.warns(UserWarning, match="sqrt"):
+        b = _fair(**kw).fit(Xd, yd, sensitive_features=gd)
+    assert a.feature_norm_ == b.feature_norm_ == np.sqrt(3)
+    np.testing.assert_allclose(a.group_priors_, b.group_priors_, rtol=1e-12)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-7, atol=1e-10)
+    assert a.privacy_spent_ == b.privacy_spent_
+
+
 def test_distributed_quantile_is_the_numpy_release_and_counts_move_by_one(client):
     """The chunked exponential mechanism draws what private_quantile draws
     (same rng), and one replaced record moves each gathered cell count by at

@@ -258,6 +258,119 @@ def test_multiclass_plan_is_exactly_gdp_and_the_same_as_binary():
     ) * (1 + 1e-12)
 
 
+def test_multinomial_momentum_rule_is_public_continuous_and_free():
+    """Momentum 0.9 while the public per-step noise-to-signal ratio
+    r = z sqrt(pK) / n is small, none where the noise dominates a step,
+    continuous and non-increasing in between. It is a function of the plan's
+    public inputs only, and changes no privacy event: the momentum is
+    post-processing of released gradients."""
+    lo, hi = plan_module._GDA_MOMENTUM_RATIO
+    mom = plan_module.multinomial_momentum
+    assert mom(0.0) == mom(lo) == plan_module._GDA_MOMENTUM == 0.9
+    assert mom(hi) == mom(10 * hi) == 0.0
+    grid = np.geomspace(lo / 2, 2 * hi, 200)
+    values = np.array([mom(r) for r in grid])
+    assert np.all(np.diff(values) <= 0)
+    assert np.max(np.abs(np.diff(values))) < 0.02  # no jump
+    assert mom(lo * 1.0001) == pytest.approx(0.9, abs=1e-3)
+    assert mom(hi * 0.9999) == pytest.approx(0.0, abs=1e-3)
+    # r as documented
+    assert plan_module.multinomial_noise_ratio(20.0, 1000, 25, 4) == pytest.approx(
+        20.0 * math.sqrt(100) / 1000
+    )
+    # Through the plan (no data): small n -> no momentum, large n -> 0.9, the
+    # same event; the binary schedule keeps 0.9 at every n.
+    kw = dict(max_iter=100, estimate_priors=False, estimate_norm=False)
+    small = plan_module.plan_minimax(1.0, 1e-6, 300, 10, 1, 5, **kw)
+    large = plan_module.plan_minimax(1.0, 1e-6, 10**6, 10, 1, 5, **kw)
+    r_small = plan_module.multinomial_noise_ratio(small.noise_multiplier, 300, 11, 5)
+    assert r_small > hi and small.gda.momentum == 0.0
+    assert large.gda.momentum == 0.9
+    assert small.event == large.event
+    assert small.noise_multiplier == large.noise_multiplier
+    no_intercept = plan_module.plan_minimax(
+        1.0, 1e-6, 3000, 10, 1, 5, fit_intercept=False, **kw
+    )
+    r = plan_module.multinomial_noise_ratio(no_intercept.noise_multiplier, 3000, 10, 5)
+    assert no_intercept.gda.momentum == pytest.approx(mom(r))
+    for n in (300, 10**6):
+        binary = plan_module.plan_minimax(1.0, 1e-6, n, 10, 1, 2, **kw)
+        assert binary.gda.momentum == 0.9
+    # without noise (z = 0, r = 0) the epsilon = inf schedule is unchanged
+    free = plan_module.plan_minimax(np.inf, 1e-6, 300, 10, 1, 5, **kw)
+    assert free.gda.momentum == 0.9
+
+
+def test_default_radius_rule_is_public_and_respects_a_given_radius():
+    """radius=None: 5 for the binary loss and while r <= 0.05, 20 from
+    r = 0.3 on (geometric in between); a given radius is used as is. The
+    rule changes no privacy event."""
+    rad = plan_module.multinomial_radius
+    lo, hi = plan_module._GDA_MOMENTUM_RATIO
+    assert rad(0.0) == rad(lo) == 5.0 and rad(hi) == rad(50.0) == 20.0
+    grid = np.geomspace(lo / 2, 2 * hi, 200)
+    values = np.array([rad(r) for r in grid])
+    assert np.all(np.diff(values) >= 0) and np.max(np.diff(values)) < 0.3
+    mid = math.sqrt(lo * hi)
+    assert rad(mid) == pytest.approx(10.0)  # halfway in log r: 5 * 4**0.5
+    kw = dict(max_iter=100, estimate_priors=False, estimate_norm=False)
+    small = plan_module.plan_minimax(1.0, 1e-6, 300, 10, 1, 5, **kw)
+    large = plan_module.plan_minimax(1.0, 1e-6, 10**6, 10, 1, 5, **kw)
+    given = plan_module.plan_minimax(1.0, 1e-6, 300, 10, 1, 5, radius=7.0, **kw)
+    assert small.radius == small.gda.radius == 20.0
+    assert large.radius == large.gda.radius == 5.0
+    assert given.radius == given.gda.radius == 7.0
+    assert small.event == large.event == given.event
+    for n in (300, 10**6):
+        for solver in ("gda", "nseg"):
+            binary = plan_module.plan_minimax(
+                1.0, 1e-6, n, 10, 1, 2, solver=solver, **kw
+            )
+            assert binary.radius == 5.0
+    # through the estimator: the ball actually used
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4))
+    y = rng.integers(0, 3, size=200)
+    clf = MinimaxFairClassifier(
+        epsilon=1.0, feature_norm=3.0, classes=range(3), random_state=0
+    ).fit(X, y)
+    assert clf.constants_["radius"] == clf.radius_ == 20.0
+    binary = MinimaxFairClassifier(
+        epsilon=1.0, feature_norm=3.0, classes=[0, 1], random_state=0
+    ).fit(X, (y > 0).astype(int))
+    assert binary.radius_ == 5.0
+    W = np.vstack([clf.coef_.T, clf.intercept_[None, :]])
+    assert np.linalg.norm(W) <= 20.0 + 1e-9
+
+
+@pytest.mark.parametrize("n", [200, 20000])
+def test_fit_runs_the_planned_momentum(monkeypatch, n):
+    """The estimator passes the rule's momentum to the solver (small n: the
+    noise dominates a step and momentum is off)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 4))
+    y = rng.integers(0, 3, size=n)
+    seen = []
+    original = gda_module.group_dro_gda
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["momentum"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(
+        "skdp.solvers.saddle_point.run.group_dro_gda", spy, raising=True
+    )
+    clf = MinimaxFairClassifier(
+        epsilon=1.0, feature_norm=3.0, classes=range(3), random_state=0
+    ).fit(X, y)
+    r = plan_module.multinomial_noise_ratio(clf.constants_["noise_multiplier"], n, 5, 3)
+    assert seen == [clf.constants_["momentum"]]
+    assert clf.constants_["momentum"] == pytest.approx(
+        plan_module.multinomial_momentum(r)
+    )
+    assert (clf.constants_["momentum"] == 0.0) == (n == 200)
+
+
 # --- non-private limit ----------------------------------------------------------------------
 
 

@@ -1,13 +1,19 @@
 """The public plan and the single result type of MinimaxFairClassifier's solvers."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 
 from skdp import MinimaxFairClassifier, PrivacyAccountant
 from skdp.privacy import certify_epsilon
-from skdp.solvers.saddle_point.plan import MinimaxPlan, gda_plan, plan_minimax
+from skdp.solvers.saddle_point.plan import (
+    MinimaxPlan,
+    gda_plan,
+    norm_quantile_reachable,
+    plan_minimax,
+)
 from skdp.solvers.saddle_point.run import MinimaxResult, release_inputs, run_minimax
 
 
@@ -89,3 +95,69 @@ def test_fit_charges_its_plan_and_sets_attributes_from_one_result_type(solver):
     assert result.weights.shape == (2,)
     assert result.n_iter == clf.n_iter_
     assert set(result.constants) == set(clf.constants_)
+
+
+def test_norm_quantile_out_of_reach_is_not_released():
+    """Public rule: when even the median is out of the private norm
+    quantile's reach (n epsilon_q < 4 log(2048 / 0.01)), the plan releases
+    nothing for the bound and uses sqrt(n_features); the threshold is the one
+    at which reachable_quantile_level warns."""
+    from skdp.privacy import reachable_quantile_level
+
+    need = 4.0 * math.log(2048 / 0.01)
+    for eps_q in (0.05, 0.3, 1.0):
+        n_lo = math.ceil(need / eps_q) - 1
+        assert not norm_quantile_reachable(n_lo, eps_q)
+        assert norm_quantile_reachable(n_lo + 1, eps_q)
+        with pytest.warns(UserWarning, match="too few"):
+            reachable_quantile_level(n_lo, eps_q, 0.95)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            reachable_quantile_level(n_lo + 1, eps_q, 0.95)
+    assert norm_quantile_reachable(1, np.inf)
+    for n_classes in (2, 3):
+        small = plan_minimax(1.0, 1e-6, 150, 4, 1, n_classes, max_iter=50)
+        assert small.estimates == () and small.default_feature_norm == 2.0
+        assert not norm_quantile_reachable(150, small.estimate_mu)
+        # nothing spent on the bound: all of the budget goes to the steps
+        assert small.event == gda_plan(1.0, 1e-6, [], 50, n_classes=n_classes).event
+        assert 0.99 < certify_epsilon(small.event, 1e-6) <= 1.0
+        large = plan_minimax(1.0, 1e-6, 10**5, 4, 1, n_classes, max_iter=50)
+        assert large.estimates == ("feature_norm",)
+        assert large.default_feature_norm is None
+        assert norm_quantile_reachable(10**5, large.estimate_mu)
+        assert large.noise_multiplier > small.noise_multiplier
+    # with estimated priors the histogram gets the whole estimation share
+    both = plan_minimax(1.0, 1e-6, 150, 4, 2, 2, max_iter=50)
+    only = plan_minimax(1.0, 1e-6, 150, 4, 2, 2, max_iter=50, estimate_norm=False)
+    assert both.estimates == ("group_priors",) == only.estimates
+    assert both.event == only.event
+    assert both.estimate_noise_multiplier == only.estimate_noise_multiplier
+
+
+@pytest.mark.parametrize("classes", [[0, 1], [0, 1, 2]])
+def test_fit_below_the_quantile_reach_uses_the_public_default(classes):
+    rng = np.random.default_rng(0)
+    n, d = 120, 4
+    fits = []
+    for scale in (0.1, 100.0):  # the bound does not depend on the data
+        X = rng.normal(size=(n, d)) * scale
+        y = np.resize(classes, n)
+        clf = MinimaxFairClassifier(
+            epsilon=1.0, classes=classes, max_iter=30, random_state=0
+        )
+        with pytest.warns(UserWarning, match=r"sqrt\(n_features\) = 2"):
+            clf.fit(X, y)
+        assert clf.feature_norm_ == 2.0
+        assert clf.privacy_spent_[0] <= 1.0
+        fits.append(clf)
+    assert fits[0].noise_std_ == fits[1].noise_std_
+    # enough rows: the bound is estimated as before, without that warning
+    X = rng.normal(size=(4000, d))
+    y = np.resize(classes, 4000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        clf = MinimaxFairClassifier(
+            epsilon=1.0, classes=classes, max_iter=30, random_state=0
+        ).fit(X, y)
+    assert 1.0 < clf.feature_norm_ < 5.0

@@ -175,7 +175,7 @@ def certified_gap(clf, task):
     codes = np.array([task["groups"].index(v) for v in task["gtr"].tolist()])
     op = GroupDROLogistic(
         Xa, np.where(task["ytr"] == 1, 1.0, -1.0), codes, clf.group_priors_,
-        radius=clf.radius, feature_bound=R,
+        radius=clf.radius_, feature_bound=R,
     )  # fmt: skip
     w = np.r_[clf.coef_[0], clf.intercept_[0] / c0]
     worst = float(op.group_risks(w).max())

@@ -197,6 +197,11 @@ def fit_minimax_on_dask(est, X, y, sensitive_features=None):
         z_hist = estimate.noise_multiplier()
         fixed.append(noisy_histogram_event(z_hist))
     plan = est._plan(n, int(X.shape[1]), m, classes.size, delta, needs_priors)
+    # the plan drops a norm quantile that n cannot support (public rule)
+    needs_norm = "feature_norm" in plan.estimates
+    n_estimates = len(plan.estimates)
+    share, z_hist = plan.estimate_mu, plan.estimate_noise_multiplier
+    est._warn_default_norm(plan)
     n_steps = plan.n_releases
     est._progress(
         f"solver='gda' on dask: {n_steps} noisy releases"
@@ -212,6 +217,8 @@ def fit_minimax_on_dask(est, X, y, sensitive_features=None):
         feature_norm = private_quantile_on_workers(
             norms, level, share, bounds=NORM_BOUND_RANGE, rng=rng, log_scale=True
         )
+    elif est.feature_norm is None:
+        feature_norm = float(plan.default_feature_norm)
     else:
         feature_norm = float(est.feature_norm)
     if needs_priors:

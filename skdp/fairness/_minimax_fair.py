@@ -84,8 +84,16 @@ class MinimaxFairClassifier(
         Smaller groups are down-weighted by ``pi_g / min_group_prior`` in the
         objective, in exchange for noise proportional to ``1 /
         min_group_prior`` rather than ``1 / pi_g``.
-    radius : float, default=5.0
-        Public bound on ``||(coef, intercept / intercept_scaling)||``.
+    radius : float or None, default=None
+        Public bound on ``||(coef, intercept / intercept_scaling)||``
+        (Frobenius norm with more than two classes). ``None`` means 5, except
+        for the multinomial ``"gda"`` fit when its public per-step
+        noise-to-signal ratio ``r = z sqrt(p K) / n`` is above 0.05 (``z``
+        the steps' noise multiplier, ``p`` the columns with the intercept):
+        then ``5 * 4**s`` with ``s`` rising linearly in ``log r`` from 0 at
+        ``r = 0.05`` to 1 at ``r = 0.3`` (20 above), where the noise
+        dominates each step (see the user guide). ``constants_["radius"]``
+        holds the value used.
     feature_norm : float or None, default=None
         Public bound on the row norm of ``X``; rows (with the intercept column
         appended) are clipped to ``sqrt(feature_norm**2 +
@@ -94,7 +102,11 @@ class MinimaxFairClassifier(
         (:func:`~skdp.privacy.private_norm_bound`, searched in ``[1e-6,
         1e6]``) from a share of the budget (a lower
         quantile when ``n`` times that share is small, see
-        :func:`~skdp.privacy.reachable_quantile_level`). Scale
+        :func:`~skdp.privacy.reachable_quantile_level`). When ``n`` is too
+        small for even the median at that share (``n * epsilon_q < 4
+        log(2048 / 0.01)``, a public rule of ``n`` and the budget), nothing
+        is estimated: the public default ``sqrt(n_features)`` (features
+        scaled to ``[-1, 1]``) is used, with a ``UserWarning``. Scale
         features with public constants first: the noise grows with
         ``radius * feature_norm``.
     center : bool, default=False
@@ -195,7 +207,10 @@ class MinimaxFairClassifier(
         Private group weights ``q`` of the saddle point (large for the
         groups with the highest risk).
     feature_norm_ : float
-        Clipping bound on ``||x||`` used (given or privately estimated).
+        Clipping bound on ``||x||`` used (given, privately estimated, or the
+        public default when ``n`` is too small to estimate it).
+    radius_ : float
+        Radius of the coefficient ball used (``radius``, or its default rule).
     center_ : ndarray of shape (`n_features_in_`,) or None
         Private mean the features were centred at (``center=True``), else
         ``None``.
@@ -210,7 +225,7 @@ class MinimaxFairClassifier(
         ``dim`` of the operator, and ``dual_scale``, ``step_size``,
         ``batch_size``, ``sampling`` and ``noise_multiplier``. ``"gda"``:
         ``clip``, ``loss_bound``, ``loss_factor``, ``step_size``,
-        ``dual_step``, ``momentum`` and ``noise_multiplier`` (per step, relative
+        ``dual_step``, ``momentum``, ``radius`` and ``noise_multiplier`` (per step, relative
         to that step's sensitivity).
     delta_ : float
     privacy_spent_ : tuple of (float, float)
@@ -278,7 +293,7 @@ class MinimaxFairClassifier(
         "groups": ["array-like", None],
         "group_priors": ["array-like", dict, None],
         "min_group_prior": [Interval(Real, 0, 1, closed="both")],
-        "radius": [Interval(Real, 0, None, closed="neither")],
+        "radius": [Interval(Real, 0, None, closed="neither"), None],
         "feature_norm": [Interval(Real, 0, None, closed="neither"), None],
         "center": ["boolean"],
         "fit_intercept": ["boolean"],
@@ -303,7 +318,7 @@ class MinimaxFairClassifier(
         groups=None,
         group_priors=None,
         min_group_prior=0.05,
-        radius=5.0,
+        radius=None,
         feature_norm=None,
         center=False,
         fit_intercept=True,
@@ -488,6 +503,7 @@ class MinimaxFairClassifier(
                 "estimated (group_priors=None)."
             )
         plan = self._plan(n, X.shape[1], m, classes.size, delta, priors is None)
+        self._warn_default_norm(plan)
         self._progress(
             f"solver={self.solver!r}: {plan.n_releases} noisy releases"
             + (f", {len(plan.estimates)} private estimate(s)" if plan.estimates else "")
@@ -549,6 +565,20 @@ class MinimaxFairClassifier(
             intercept_scaling=self.intercept_scaling,
         )
 
+    def _warn_default_norm(self, plan):
+        """Warn that the plan uses the public default row bound (public rule)."""
+        if plan.default_feature_norm is None:
+            return
+        warnings.warn(
+            f"feature_norm=None: {plan.n_samples} rows at this budget are too few "
+            "to estimate the feature-norm bound privately, so the public default "
+            f"sqrt(n_features) = {plan.default_feature_norm:.4g} (features scaled "
+            "to [-1, 1]) is used and its share of the budget goes to the solver. "
+            "Pass feature_norm from public knowledge.",
+            UserWarning,
+            stacklevel=3,
+        )
+
     def _set_fitted(self, result, plan, labels, classes, priors, feature_norm, center):
         """Fitted attributes from a :class:`~skdp.solvers.saddle_point.run.MinimaxResult`."""
         w, c0 = result.coef, plan.intercept_scaling
@@ -577,6 +607,7 @@ class MinimaxFairClassifier(
         self.group_priors_ = priors
         self.group_weights_ = result.weights
         self.feature_norm_ = float(feature_norm)
+        self.radius_ = float(plan.radius)
         self.center_ = center
         self.n_iter_ = result.n_iter
         self.noise_std_ = result.noise_std

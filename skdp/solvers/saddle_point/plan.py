@@ -40,6 +40,10 @@ __all__ = [
     "MinimaxPlan",
     "gda_plan",
     "gda_schedule",
+    "multinomial_momentum",
+    "multinomial_noise_ratio",
+    "multinomial_radius",
+    "norm_quantile_reachable",
     "plan_minimax",
 ]
 
@@ -82,6 +86,26 @@ _GDA_NOISELESS = {
 # task 1.8 times worse at epsilon = inf.
 _GDA_MULTINOMIAL = {"step_factor": 3.0, "clip_factor": 0.7}
 _GDA_NOISELESS_MULTINOMIAL = {"step_factor": 3.0, "clip_factor": math.sqrt(2.0)}
+# Multinomial momentum rule (issue 17, small real data sets;
+# benchmarks/results/minimax_fair_multiclass_real.md): the public per-step
+# noise-to-signal ratio r = z sqrt(p K) / n (the noise norm of the mean
+# gradient over the largest mean gradient, up to the constant 2 clip_factor)
+# switches Nesterov momentum off where the noise dominates a step: momentum
+# 0.9 for r <= _GDA_MOMENTUM_RATIO[0], none for r >= _GDA_MOMENTUM_RATIO[1],
+# linear in log r in between. Momentum carries the noise of every step
+# forward with its signal; at large n (r about 0.003 to 0.03 on the issue's
+# synthetic tasks) it is unchanged.
+_GDA_MOMENTUM_RATIO = (0.05, 0.3)
+# Default radius (``radius=None``): 5 for the binary loss and wherever the
+# multinomial noise ratio r is at most _GDA_MOMENTUM_RATIO[0]; from there it
+# grows, linear in log r, to _GDA_RADIUS_GROWTH times 5 at
+# _GDA_MOMENTUM_RATIO[1]. Where the noise dominates each step, the iterate in
+# a ball of radius 5 is mostly noise (the noise alone fills it); a larger
+# ball lets the consistent part of the gradients add up over the steps while
+# the noise grows like sqrt(T) (iris, wine, digits at epsilon <= 2;
+# benchmarks/results/minimax_fair_multiclass_real.md).
+_GDA_DEFAULT_RADIUS = 5.0
+_GDA_RADIUS_GROWTH = 4.0
 
 
 def gda_schedule(noise_multiplier, multinomial=False):
@@ -145,6 +169,59 @@ def gda_schedule(noise_multiplier, multinomial=False):
         }
     out["noiseless_share"] = u
     return out
+
+
+def multinomial_noise_ratio(noise_multiplier, n_samples, n_params, n_classes):
+    """Public per-step noise-to-signal ratio ``r = z sqrt(p K) / n``.
+
+    The norm of the Gaussian noise on the mean gradient of a step is about
+    ``2 clip z sqrt(p K) / n``; the mean of clipped gradients has norm at most
+    ``clip``. ``r`` is their ratio up to the constant 2: a function of the
+    budget, ``n``, the dimensions and the plan only.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        ``z`` of every step.
+    n_samples : int
+        Public number of records.
+    n_params : int
+        Rows of the coefficient matrix (features plus intercept column).
+    n_classes : int
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> multinomial_noise_ratio(20.0, 1000, 25, 4)
+    0.2
+    """
+    return float(noise_multiplier) * math.sqrt(n_params * n_classes) / n_samples
+
+
+def multinomial_momentum(noise_ratio):
+    """Nesterov momentum of the multinomial ``"gda"`` schedule (public rule).
+
+    ``_GDA_MOMENTUM`` (0.9) while the per-step noise-to-signal ratio ``r``
+    (:func:`multinomial_noise_ratio`) is at most ``_GDA_MOMENTUM_RATIO[0]``,
+    none from ``_GDA_MOMENTUM_RATIO[1]`` on, linear in ``log r`` between.
+
+    Parameters
+    ----------
+    noise_ratio : float
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> multinomial_momentum(0.01), multinomial_momentum(1.0)
+    (0.9, 0.0)
+    """
+    return _GDA_MOMENTUM * (1.0 - _noise_share(noise_ratio))
 
 
 @dataclass(frozen=True)
@@ -269,6 +346,43 @@ class GDAPlan:
     event: Any
 
 
+def _noise_share(noise_ratio):
+    """0 for ``r <= _GDA_MOMENTUM_RATIO[0]``, 1 from ``[1]`` on, linear in log r."""
+    lo, hi = _GDA_MOMENTUM_RATIO
+    r = float(noise_ratio)
+    if r <= lo:
+        return 0.0
+    if r >= hi:
+        return 1.0
+    return math.log(r / lo) / math.log(hi / lo)
+
+
+def multinomial_radius(noise_ratio):
+    """Default radius of the multinomial ``"gda"`` fit (``radius=None``).
+
+    ``_GDA_DEFAULT_RADIUS`` (5) while the per-step noise-to-signal ratio
+    ``r`` (:func:`multinomial_noise_ratio`) is at most
+    ``_GDA_MOMENTUM_RATIO[0]``, ``_GDA_RADIUS_GROWTH`` (4) times that from
+    ``_GDA_MOMENTUM_RATIO[1]`` on, geometric in between (linear in ``log r``).
+    A public rule: ``r`` is a function of the budget, ``n`` and the
+    dimensions.
+
+    Parameters
+    ----------
+    noise_ratio : float
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> multinomial_radius(0.01), multinomial_radius(1.0)
+    (5.0, 20.0)
+    """
+    return _GDA_DEFAULT_RADIUS * _GDA_RADIUS_GROWTH ** _noise_share(noise_ratio)
+
+
 def gda_plan(
     epsilon,
     delta,
@@ -279,6 +393,8 @@ def gda_plan(
     radius=5.0,
     step_scale=1.0,
     dual_step=None,
+    n_samples=None,
+    n_params=None,
 ):
     """Public plan of ``solver="gda"`` next to the ``fixed`` estimation events.
 
@@ -294,10 +410,17 @@ def gda_plan(
         Other releases of the same fit (estimates), composed first.
     max_iter : int or None
     n_classes : int, default=2
-    radius : float, default=5.0
+    radius : float or None, default=5.0
+        ``None``: ``_GDA_DEFAULT_RADIUS`` (5), or with more than two classes
+        and ``n_samples``, ``n_params`` given, :func:`multinomial_radius`.
     step_scale : float, default=1.0
     dual_step : float or None, default=None
         ``None``: the schedule rule's.
+    n_samples, n_params : int or None, default=None
+        Public number of records and of coefficient rows (features plus
+        intercept column). With more than two classes and both given, the
+        momentum follows :func:`multinomial_momentum`; otherwise it is
+        ``_GDA_MOMENTUM``.
 
     Returns
     -------
@@ -321,6 +444,13 @@ def gda_plan(
     )
     event = ComposedDpEvent([fixed_event, steps_event]) if fixed else steps_event
     rule = gda_schedule(z, multinomial=n_classes > 2)
+    momentum = _GDA_MOMENTUM
+    default_radius = _GDA_DEFAULT_RADIUS
+    if n_classes > 2 and n_samples is not None and n_params is not None:
+        ratio = multinomial_noise_ratio(z, n_samples, n_params, n_classes)
+        momentum = multinomial_momentum(ratio)
+        default_radius = multinomial_radius(ratio)
+    radius = default_radius if radius is None else radius
     schedule = GDASchedule(
         n_steps=n_steps,
         noise_multiplier=z,
@@ -333,7 +463,7 @@ def gda_plan(
         dual_warmup=rule["dual_warmup"],
         average_from=_GDA_AVERAGE_FROM,
         primal_average_from=rule["primal_average_from"],
-        momentum=_GDA_MOMENTUM,
+        momentum=momentum,
         optimistic=_GDA_OPTIMISTIC,
         confidence=_GDA_CONFIDENCE,
         restart=_GDA_RESTART,
@@ -375,6 +505,11 @@ class MinimaxPlan:
         ``solver="gda"``.
     batches : BatchSchedule or None
         NSEG / NISPP.
+    default_feature_norm : float or None
+        Public feature-norm bound used instead of an estimate when
+        ``feature_norm`` was not given and ``n`` is too small for the private
+        quantile at its budget (:func:`norm_quantile_reachable`);
+        ``sqrt(n_features)``. ``None`` otherwise.
     """
 
     solver: str
@@ -394,11 +529,50 @@ class MinimaxPlan:
     dual_scale: Any = None
     gda: Any = None
     batches: Any = None
+    default_feature_norm: Any = None
 
     @property
     def fit_intercept(self):
         """Whether a constant column is appended."""
         return self.intercept_scaling > 0
+
+
+#: The exponential mechanism of :func:`~skdp.privacy.private_norm_bound`:
+#: its public cells and failure weight (the defaults of
+#: :func:`~skdp.privacy.reachable_quantile_level`).
+_NORM_QUANTILE_CELLS = 2048
+_NORM_QUANTILE_FAILURE = 0.01
+
+
+def norm_quantile_reachable(n_samples, epsilon):
+    """Whether the private feature-norm quantile can reach even the median.
+
+    :func:`~skdp.privacy.reachable_quantile_level` needs ``(1 - q) n epsilon
+    / 2 >= log(cells / failure)``; when even ``q = 1/2`` fails (``n epsilon <
+    4 log(2048 / 0.01)``, about 49) the released bound can land orders of
+    magnitude off (measured on iris and wine at ``epsilon = 1``: 1.6e-5 to
+    8.7e4 for row norms of about 1). A public function of ``n`` and the
+    quantile's budget.
+
+    Parameters
+    ----------
+    n_samples : int
+    epsilon : float
+        Pure-DP budget of the quantile.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> norm_quantile_reachable(112, 0.17), norm_quantile_reachable(1347, 0.13)
+    (False, True)
+    """
+    if math.isinf(epsilon):
+        return True
+    need = 4.0 * math.log(_NORM_QUANTILE_CELLS / _NORM_QUANTILE_FAILURE)
+    return bool(n_samples * float(epsilon) >= need)
 
 
 def plan_minimax(
@@ -417,7 +591,7 @@ def plan_minimax(
     max_iter=None,
     sampling="poisson",
     batch_size=None,
-    radius=5.0,
+    radius=None,
     step_scale=1.0,
     dual_scale=None,
     dual_step=None,
@@ -431,7 +605,10 @@ def plan_minimax(
     a Gaussian one (histogram of the groups, mean) is released at that GDP
     parameter; the pure-DP norm quantile gets ``epsilon`` = its ``mu`` (the
     same zCDP cost). The solver's noise is then calibrated exactly to what
-    is left.
+    is left. When ``n`` is too small for the norm quantile at its share
+    (:func:`norm_quantile_reachable`), it is not released: the plan uses the
+    public ``default_feature_norm = sqrt(n_features)`` (rows of features
+    scaled to ``[-1, 1]``) and spends nothing on it.
 
     Parameters
     ----------
@@ -452,6 +629,8 @@ def plan_minimax(
     estimation_share : float, default=0.1
     max_iter, sampling, batch_size, radius, step_scale, dual_scale, dual_step
         As in :class:`~skdp.fairness.MinimaxFairClassifier`.
+        (``radius=None``: 5, or :func:`multinomial_radius` for the
+        multinomial ``"gda"`` fit).
     min_group_prior : float, default=0.05
     fit_intercept : bool, default=True
     intercept_scaling : float, default=1.0
@@ -470,6 +649,13 @@ def plan_minimax(
     """
     eps = float(epsilon)
     n_groups = int(n_groups)
+
+    def shares(estimates):
+        estimate = Budget.from_target(eps, delta, margin=False).share(
+            estimation_share, max(len(estimates), 1)
+        )
+        return estimate.mu, estimate.noise_multiplier()
+
     estimates = []
     if estimate_norm:
         estimates.append("feature_norm")
@@ -477,11 +663,13 @@ def plan_minimax(
         estimates.append("group_priors")
     if center:
         estimates.append("center")
-    estimate = Budget.from_target(eps, delta, margin=False).share(
-        estimation_share, max(len(estimates), 1)
-    )
-    mu_est = estimate.mu
-    z_est = estimate.noise_multiplier()
+    mu_est, z_est = shares(estimates)
+    default_norm = None
+    if estimate_norm and not norm_quantile_reachable(n_samples, mu_est):
+        # public rule: a quantile out of reach is not released
+        estimates.remove("feature_norm")
+        default_norm = math.sqrt(int(n_features))
+        mu_est, z_est = shares(estimates)
     fixed = []
     for name in estimates:
         if name == "feature_norm":
@@ -498,10 +686,11 @@ def plan_minimax(
         estimates=tuple(estimates),
         estimate_mu=mu_est,
         estimate_noise_multiplier=z_est,
-        radius=float(radius),
+        radius=_GDA_DEFAULT_RADIUS if radius is None else float(radius),
         min_group_prior=float(min_group_prior),
         intercept_scaling=float(intercept_scaling) if fit_intercept else 0.0,
         step_scale=float(step_scale),
+        default_feature_norm=default_norm,
     )
     if solver == "gda":
         plan = gda_plan(
@@ -513,7 +702,10 @@ def plan_minimax(
             radius=radius,
             step_scale=step_scale,
             dual_step=dual_step,
+            n_samples=n_samples,
+            n_params=int(n_features) + int(bool(fit_intercept)),
         )
+        common["radius"] = plan.schedule.radius
         return MinimaxPlan(
             noise_multiplier=plan.schedule.noise_multiplier,
             n_releases=plan.schedule.n_steps,

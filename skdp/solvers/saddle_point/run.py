@@ -100,7 +100,8 @@ def release_inputs(X, groups, plan, rng, *, feature_norm=None, priors=None):
     plan : MinimaxPlan
     rng : numpy.random.Generator
     feature_norm : float or None
-        Given bound (``None`` when the plan estimates it).
+        Given bound (``None`` when the plan estimates it or uses its
+        ``default_feature_norm``).
     priors : ndarray or None
         Given priors (``None`` when estimated, or for one group).
 
@@ -113,6 +114,8 @@ def release_inputs(X, groups, plan, rng, *, feature_norm=None, priors=None):
     if "feature_norm" in plan.estimates:
         # level lowered when n * share is too small to reach it (public)
         feature_norm = private_norm_bound(norms, plan.estimate_mu, rng=rng)
+    elif feature_norm is None:  # out of the quantile's reach: public default
+        feature_norm = float(plan.default_feature_norm)
     else:
         feature_norm = float(feature_norm)
     if "group_priors" in plan.estimates:
@@ -206,6 +209,7 @@ def _run_gda(rows, y, groups, priors, bound, schedule, rng):
             "step_size": s["primal_step"],
             "dual_step": schedule.dual_step,
             "momentum": schedule.momentum,
+            "radius": schedule.radius,
             "noise_multiplier": schedule.noise_multiplier,
             "noiseless_share": schedule.noiseless_share,
         },
