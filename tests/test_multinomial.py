@@ -12,6 +12,7 @@ from sklearn.model_selection import train_test_split
 from skdp import HeavyTailedLogisticRegression, PrivacyAccountant
 from skdp.privacy import ComposedDpEvent, gdp_delta, gdp_mu, gdp_mu_of
 from skdp.solvers.heavy_tailed.bounds import BISECTION_STEPS, RANGE_STEPS
+from skdp.solvers.heavy_tailed.gd import checkpoint_schedule
 from skdp.solvers.heavy_tailed.known_lipschitz import make_known_lipschitz_plan
 from skdp.solvers.heavy_tailed.multinomial import (
     clipped_multinomial_gradient_sum,
@@ -111,12 +112,14 @@ def test_multinomial_pays_once_and_the_event_matches_the_budget():
     assert gdp_mu_of(event) == pytest.approx(gdp_mu(1.0, 1e-6), rel=1e-6)
     # the closed-form GDP curve certifies the request
     assert gdp_delta(gdp_mu_of(event), 1.0) <= 1e-6 * (1 + 1e-6)
-    # counts: feature scale + truncation once (RANGE_STEPS each), 5 clip checkpoints
+    # counts: feature scale + truncation once (RANGE_STEPS each), the clip
+    # checkpoints of max_iter="auto" (300 steps: 9 checkpoints)
     parts = event.events
     assert isinstance(event, ComposedDpEvent)
     assert parts[0].count == 2 * RANGE_STEPS
-    assert parts[1].events[0].count == 5 * BISECTION_STEPS
-    assert parts[1].events[1].count == clf.max_iter
+    assert clf.n_iter_ == 300
+    assert parts[1].events[0].count == len(checkpoint_schedule(300)) * BISECTION_STEPS
+    assert parts[1].events[1].count == clf.n_iter_
 
 
 def test_plan_noise_dimension_is_d_times_K():
