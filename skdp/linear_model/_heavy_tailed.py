@@ -657,9 +657,9 @@ _COMMON_DOC = """
         (measured in ``benchmarks/heavy_tailed/rule.py`` and
         ``benchmarks/heavy_tailed/lift.py``). ``"auto"`` (classification,
         the default there) gives binary and one-vs-rest fits 30 steps and the
-        multinomial fit 30, 100 or 300 steps as the squared signal-to-noise
-        ratio ``(n mu)**2 / (d K)`` of its budget reaches 1000 or 2000 (300
-        without noise; ``auto_multinomial_steps``,
+        multinomial fit 30 steps, or 300 (100 above ``n d K = 1e7``) where
+        the squared signal-to-noise ratio ``(n mu)**2 / (d K)`` of its budget
+        reaches 1e4 and without noise (``auto_multinomial_steps``,
         ``benchmarks/results/multiclass_small_n.md``).
     step_size : float, default=None
         Full-batch step, in the units of the data (used as given, and no
