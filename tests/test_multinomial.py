@@ -12,6 +12,7 @@ from sklearn.model_selection import train_test_split
 from skdp import HeavyTailedLogisticRegression, PrivacyAccountant
 from skdp.privacy import ComposedDpEvent, gdp_delta, gdp_mu, gdp_mu_of
 from skdp.solvers.heavy_tailed.bounds import BISECTION_STEPS, RANGE_STEPS
+from skdp.solvers.heavy_tailed.gd import checkpoint_schedule
 from skdp.solvers.heavy_tailed.known_lipschitz import make_known_lipschitz_plan
 from skdp.solvers.heavy_tailed.multinomial import (
     clipped_multinomial_gradient_sum,
@@ -111,12 +112,14 @@ def test_multinomial_pays_once_and_the_event_matches_the_budget():
     assert gdp_mu_of(event) == pytest.approx(gdp_mu(1.0, 1e-6), rel=1e-6)
     # the closed-form GDP curve certifies the request
     assert gdp_delta(gdp_mu_of(event), 1.0) <= 1e-6 * (1 + 1e-6)
-    # counts: feature scale + truncation once (RANGE_STEPS each), 5 clip checkpoints
+    # counts: feature scale + truncation once (RANGE_STEPS each), the clip
+    # checkpoints of max_iter="auto" (300 steps: 9 checkpoints)
     parts = event.events
     assert isinstance(event, ComposedDpEvent)
     assert parts[0].count == 2 * RANGE_STEPS
-    assert parts[1].events[0].count == 5 * BISECTION_STEPS
-    assert parts[1].events[1].count == clf.max_iter
+    assert clf.n_iter_ == 300
+    assert parts[1].events[0].count == len(checkpoint_schedule(300)) * BISECTION_STEPS
+    assert parts[1].events[1].count == clf.n_iter_
 
 
 def test_plan_noise_dimension_is_d_times_K():
@@ -522,3 +525,80 @@ def test_no_clip_search_when_the_clipped_fraction_is_capped():
     # a large-n problem below the cap keeps its search
     big = make_known_lipschitz_plan(mu, 100_000, 105, 30, search_at_cap=False, **kw)
     assert big.gd.checkpoints
+
+
+# -- max_iter="auto" ------------------------------------------------------------------
+def test_auto_steps_rule_is_public_and_capped_by_work():
+    from skdp.solvers.heavy_tailed.multinomial import AUTO_WORK, auto_multinomial_steps
+
+    # below the ratio 1e4: 30 steps; from it on 300, or 100 past the work cap
+    assert auto_multinomial_steps(1347, 650, 0.35) == 30  # digits, eps = 1
+    assert auto_multinomial_steps(1500, 78, 0.35) == 30  # ratio 3464
+    assert auto_multinomial_steps(10_000, 105, 0.29) == 300
+    assert auto_multinomial_steps(100_000, 105, 0.25) == 100
+    assert auto_multinomial_steps(100_000, 50_005, 0.25) == 30  # sparse row
+    assert auto_multinomial_steps(112, 15, np.inf) == 300
+    # the threshold sits exactly at (n mu)^2 / (d K) = 1e4
+    mu = 100.0 * np.sqrt(42) / 133
+    assert auto_multinomial_steps(133, 42, mu * 0.999) == 30
+    assert auto_multinomial_steps(133, 42, mu * 1.001) == 300
+    # never fewer steps for more budget, never more work than the cap
+    for n, dim in ((100, 10), (5000, 100), (50_000, 300)):
+        steps = [
+            auto_multinomial_steps(n, dim, mu) for mu in np.geomspace(0.01, 100, 30)
+        ]
+        assert steps == sorted(steps)
+        assert all(s == 30 or n * dim * s <= AUTO_WORK for s in steps)
+
+
+@pytest.mark.parametrize("n, steps", [(600, 30), (6000, 300)])
+def test_auto_steps_plan_is_exactly_the_budget(n, steps):
+    X, y = _multiclass(n, d=4, K=3, seed=2)
+    clf = HeavyTailedLogisticRegression(
+        epsilon=1.0, delta=1e-6, classes=range(3), random_state=0
+    ).fit(X, y)
+    assert clf.n_iter_ == steps and len(clf.step_sizes_) == steps
+    # the GDP composition of the plan is the whole budget, and the closed-form
+    # GDP curve certifies (1, 1e-6) for it
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    HeavyTailedLogisticRegression(
+        epsilon=1.0, delta=1e-6, classes=range(3), random_state=0, accountant=acc
+    ).fit(X, y)
+    ((_, event),) = acc.ledger
+    assert gdp_mu_of(event) == pytest.approx(gdp_mu(1.0, 1e-6), rel=1e-6)
+    assert gdp_delta(gdp_mu_of(event), 1.0) <= 1e-6 * (1 + 1e-6)
+    assert event.events[1].events[1].count == steps
+
+
+def test_auto_steps_keep_the_30_step_fit_where_the_noise_is_large():
+    # digits at eps = 1 (ratio 343): "auto" is the previous 30-step fit, draw
+    # for draw (the 200-seed and truncation studies are unchanged)
+    X, y = load_digits(return_X_y=True)
+    X = X[:600] / 16.0
+    y = y[:600]
+    kw = dict(epsilon=1.0, classes=range(10), random_state=3)
+    auto = HeavyTailedLogisticRegression(**kw).fit(X, y)
+    fixed = HeavyTailedLogisticRegression(max_iter=30, **kw).fit(X, y)
+    assert auto.n_iter_ == 30
+    np.testing.assert_array_equal(auto.coef_, fixed.coef_)
+    np.testing.assert_array_equal(auto.intercept_, fixed.intercept_)
+
+
+def test_auto_steps_reach_sklearn_without_noise_on_nearly_separable_data():
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    X = X / 8.0
+    ref = LogisticRegression(C=1e8, max_iter=5000).fit(X, y)
+    clf = HeavyTailedLogisticRegression(
+        epsilon=np.inf, classes=range(3), random_state=0
+    ).fit(X, y)
+    assert clf.n_iter_ == 300
+    # 30 steps stop short (train accuracy about 0.7); 300 steps agree with
+    # sklearn's unpenalised optimum on almost every row
+    short = HeavyTailedLogisticRegression(
+        epsilon=np.inf, classes=range(3), max_iter=30, random_state=0
+    ).fit(X, y)
+    assert np.mean(short.predict(X) == ref.predict(X)) < 0.9
+    assert np.mean(clf.predict(X) == ref.predict(X)) >= 0.97
+    assert clf.score(X, y) >= ref.score(X, y) - 0.02

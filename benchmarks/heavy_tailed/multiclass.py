@@ -22,9 +22,11 @@ Student-t(3) features (unit scale), ``y = argmax(x W* + b* + Gumbel)`` with
 
 Each split or training replicate is fitted with ``--seeds-per-split``
 seeds (the same seeds for skdp and the baselines), so a cell averages
-splits x seeds runs. The "old rules" column refits the default estimator
-with the previous multinomial rules (fixed feature-scale floor factor 8, the
-binary step rule) in the same process: a paired comparison.
+splits x seeds runs. The "30 steps" column refits the default estimator
+with the previous default, 30 steps whatever the noise, instead of
+``max_iter="auto"`` (``auto_multinomial_steps``), in the same process: a
+paired comparison. Gaps are quoted with the standard error of the paired
+per-run differences (the hindsight-best configuration fixed).
 
 Also: a 200-seed study on digits at epsilon = 1 (every fit of the default
 estimator against the worst fixed-clip multinomial DP-GD); held-out tasks on
@@ -36,7 +38,8 @@ matrix (n = 1e5, d = 1e4, 0.1% non-zero, synthetic), wall time and
 tracemalloc peak of each gradient-based estimator's fit.
 
 Usage: ``python -m benchmarks.heavy_tailed.multiclass [--quick] [--part P]
-[--reps R] [--seeds-per-split S] [--eps 1] [--ns 10000] [--no-ovr-gd]``.
+[--splits R] [--seeds-per-split S] [--eps 1] [--ns 10000] [--datasets wine]
+[--no-ovr-gd] [--no-ovr] [--tag T]``.
 Writes ``benchmarks/results/multiclass[_quick][_part].md`` and ``..._raw.json``.
 """
 
@@ -59,7 +62,6 @@ from skdp import HeavyTailedLinearRegression, HeavyTailedLogisticRegression
 from skdp._testing.internals import (
     clipped_gradient_sum,
     clipped_multinomial_gradient_sum,
-    practical_step_size,
 )
 from skdp.losses import LogisticLoss
 from skdp.privacy import calibrate_gaussian, gaussian_noise
@@ -79,19 +81,17 @@ WINE_SCALE = np.array(
 # -- the previous rules, for a paired comparison in the same process -----------------
 @contextlib.contextmanager
 def old_rules():
-    """The multinomial rules before this round: a fixed feature-scale floor
-    factor of 8 and the binary step rule (:func:`practical_step_size`)."""
-    from skdp._testing.internals import heavy_tailed_multinomial_module as mn
+    """The multinomial default before this round: 30 steps whatever the
+    noise (``max_iter=30``) instead of ``max_iter="auto"``'s
+    ``auto_multinomial_steps``."""
+    from skdp.linear_model import _heavy_tailed as ht
 
-    floor, step = mn.scale_floor_factor, mn.multinomial_step_size
-    mn.scale_floor_factor = lambda n, z: mn.SCALE_FLOOR_FACTOR
-    mn.multinomial_step_size = lambda p: practical_step_size(
-        mn.MULTINOMIAL_CURVATURE, p
-    )
+    rule = ht.auto_multinomial_steps
+    ht.auto_multinomial_steps = lambda n, dim, mu: 30
     try:
         yield
     finally:
-        mn.scale_floor_factor, mn.multinomial_step_size = floor, step
+        ht.auto_multinomial_steps = rule
 
 
 # -- data ---------------------------------------------------------------------------
@@ -152,7 +152,9 @@ def acc_of(W, X, y):
     return float(np.mean(np.argmax(X @ W[:-1] + W[-1], axis=1) == y))
 
 
-def run_task(Xtr, ytr, Xte, yte, K, epsilons, seed, baselines=True, ovr_gd=True):
+def run_task(
+    Xtr, ytr, Xte, yte, K, epsilons, seed, baselines=True, ovr_gd=True, ovr=True
+):
     """Accuracies of every method on one split, one seed."""
     out = {}
     delta = len(Xtr) ** -1.1
@@ -162,7 +164,7 @@ def run_task(Xtr, ytr, Xte, yte, K, epsilons, seed, baselines=True, ovr_gd=True)
     out["nonprivate"] = float(ref.score(Xte, yte))
     for eps in epsilons:
         row = {}
-        for mc in ("multinomial", "ovr"):
+        for mc in ("multinomial", "ovr") if ovr else ("multinomial",):
             t0 = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -192,6 +194,12 @@ def run_task(Xtr, ytr, Xte, yte, K, epsilons, seed, baselines=True, ovr_gd=True)
     return out
 
 
+def _paired_se(runs, eps, a, b):
+    """Standard error of the mean paired difference ``a - b`` over runs."""
+    diff = np.array([r[eps][a] - r[eps][b] for r in runs])
+    return float(diff.std(ddof=1) / math.sqrt(len(diff))) if len(diff) > 1 else math.nan
+
+
 def aggregate(runs, epsilons):
     """Mean accuracies; hindsight-best and worst (C, lr) of each baseline."""
     summary = {"nonprivate": float(np.mean([r["nonprivate"] for r in runs]))}
@@ -199,7 +207,7 @@ def aggregate(runs, epsilons):
         keys = runs[0][eps].keys()
         mean = {k: float(np.mean([r[eps][k] for r in runs])) for k in keys}
         res = {
-            k: mean[k]
+            k: mean.get(k, math.nan)
             for k in (
                 "skdp_multinomial",
                 "skdp_ovr",
@@ -207,6 +215,8 @@ def aggregate(runs, epsilons):
                 "skdp_old_rules",
             )
         }
+        res["n_runs"] = len(runs)
+        res["old_diff_se"] = _paired_se(runs, eps, "skdp_multinomial", "skdp_old_rules")
         res["skdp_multinomial_min"] = float(
             np.min([r[eps]["skdp_multinomial"] for r in runs])
         )
@@ -221,6 +231,7 @@ def aggregate(runs, epsilons):
             best = max(cands, key=cands.get)
             res[f"gd_{fam}_best"] = cands[best]
             res[f"gd_{fam}_best_cfg"] = best
+            res[f"gd_{fam}_diff_se"] = _paired_se(runs, eps, "skdp_multinomial", best)
             # per clip: best step size (the fixed-clip baseline at that C)
             for C in CLIPS:
                 per = [v for k, v in cands.items() if k.startswith(f"gd_{fam}_C{C}_")]
@@ -361,6 +372,7 @@ def multinomial_accuracy(Xtr, ytr, Xte, yte, K, eps, seed):
 def heldout(reps, seeds_per_split, eps=1.0):
     out = {}
     for name in HELDOUT:
+        name_eps = name if eps == 1.0 else f"{name}, eps={eps:g}"
         runs = []
         for rep in range(reps):
             Xtr, Xte, ytr, yte = heldout_splits(name, rep)
@@ -381,7 +393,11 @@ def heldout(reps, seeds_per_split, eps=1.0):
         mean = {k: float(np.mean([r[k] for r in runs])) for k in runs[0]}
         gd = {k: v for k, v in mean.items() if k.startswith("gd_")}
         best = max(gd, key=gd.get)
-        out[name] = {
+        diff = np.array([r["skdp"] - r[best] for r in runs])
+        diff_old = np.array([r["skdp"] - r["old"] for r in runs])
+        out[name_eps] = {
+            "diff_se": float(diff.std(ddof=1) / math.sqrt(len(diff))),
+            "old_diff_se": float(diff_old.std(ddof=1) / math.sqrt(len(diff))),
             "n_runs": len(runs),
             "skdp": mean["skdp"],
             "old": mean["old"],
@@ -505,20 +521,24 @@ def table(name, summary, epsilons):
     lines = [
         f"### {name} (non-private LogisticRegression: {fmt(summary['nonprivate'])})",
         "",
-        "| eps | skdp multinomial | old rules | skdp ovr | GD multi best (cfg) "
-        "| GD multi C=0.1 | C=1 | C=10 "
-        "| GD ovr best | skdp multi - best GD multi | skdp multi min over runs |",
+        "| eps | skdp multinomial | 30 steps (paired diff) | skdp ovr "
+        "| GD multi best (cfg) | GD multi C=0.1 | C=1 | C=10 "
+        "| GD ovr best | skdp multi - best GD multi (± paired s.e.) "
+        "| skdp multi min over runs |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for eps in epsilons:
         r = summary[eps]
         lines.append(
             f"| {eps} | {fmt(r['skdp_multinomial'])} ± {fmt(r['skdp_multinomial_se'])} "
-            f"| {fmt(r['skdp_old_rules'])} | {fmt(r['skdp_ovr'])} | "
+            f"| {fmt(r['skdp_old_rules'])} "
+            f"({r['skdp_multinomial'] - r['skdp_old_rules']:+.3f} ± {fmt(r['old_diff_se'])}) "
+            f"| {fmt(r['skdp_ovr'])} | "
             f"{fmt(r['gd_multi_best'])} ({r['gd_multi_best_cfg'][9:]}) | "
             f"{fmt(r['gd_multi_C0.1'])} | {fmt(r['gd_multi_C1.0'])} | "
             f"{fmt(r['gd_multi_C10.0'])} | {fmt(r.get('gd_ovr_best', math.nan))} | "
-            f"{r['skdp_multinomial'] - r['gd_multi_best']:+.3f} | "
+            f"{r['skdp_multinomial'] - r['gd_multi_best']:+.3f} ± "
+            f"{fmt(r['gd_multi_diff_se'])} | "
             f"{fmt(r['skdp_multinomial_min'])} |"
         )
     return "\n".join(lines) + "\n"
@@ -552,22 +572,23 @@ def seeds_report(seeds):
 
 def heldout_report(held):
     out = [
-        "## Held-out tasks at epsilon = 1 (no constant was chosen on them)\n",
+        "## Held-out tasks (no constant was chosen on them; epsilon = 1 unless named)\n",
         "breast_cancer runs the multinomial solver with K = 2 (the estimator's "
         "own plan, `_fit_multinomial`); columns scaled by public range constants. "
         "digits: 500 training rows, the rest for test. Synthetic: Student-t(3) "
         "features, 20,000 test rows. Best multinomial DP-GD over C in "
         f"{CLIPS} and steps {LRS}, chosen in hindsight.\n",
-        "| task | runs | skdp multinomial | old rules | best GD multi (cfg) | "
-        "skdp - best | worst fixed-clip GD |",
+        "| task | runs | skdp multinomial | 30 steps (paired diff) | best GD multi (cfg) | "
+        "skdp - best (± paired s.e.) | worst fixed-clip GD |",
         "|---|---|---|---|---|---|---|",
     ]
     for name, r in held.items():
         out.append(
             f"| {name} | {r['n_runs']} | {fmt(r['skdp'])} ± {fmt(r['skdp_se'])} | "
-            f"{fmt(r['old'])} | "
+            f"{fmt(r['old'])} ({r['skdp'] - r['old']:+.3f} ± {fmt(r['old_diff_se'])}) | "
             f"{fmt(r['gd_best'])} ({r['gd_best_cfg']}) | "
-            f"{r['skdp'] - r['gd_best']:+.3f} | {fmt(r['gd_worst_clip'])} |"
+            f"{r['skdp'] - r['gd_best']:+.3f} ± {fmt(r['diff_se'])} | "
+            f"{fmt(r['gd_worst_clip'])} |"
         )
     return out + [""]
 
@@ -575,14 +596,12 @@ def heldout_report(held):
 def gap_report(gap):
     out = [
         "## The non-private limit and the rules of this round\n",
-        "Default estimator (30 steps) at epsilon = inf against sklearn's "
+        "Default estimator at epsilon = inf against sklearn's "
         "unpenalised multinomial `LogisticRegression(C=1e8)`: test accuracy and "
-        "train log-loss; then epsilon = 1 (mean over seeds). 'new': this round's "
-        "rules (feature-scale floor factor `scale_floor_factor(n, z)`, tight only "
-        "where the scale release can go astray, none without noise; step "
-        "`multinomial_step_size`); 'old': the fixed floor factor 8 and the binary "
-        "step rule, run in the same process on the same data. `s` is the released "
-        "feature scale.\n",
+        "train log-loss; then epsilon = 1 (mean over seeds). 'new': "
+        '`max_iter="auto"` (`auto_multinomial_steps`: without noise 300 steps '
+        "while n d K T <= 3e9, else 100 or 30); 'old': 30 steps, run in the same "
+        "process on the same data. `s` is the released feature scale.\n",
         "| task | sklearn acc / train ll | inf new: acc / ll / s | inf old: acc / ll / s "
         "| eps=1 new: acc / s | eps=1 old: acc / s |",
         "|---|---|---|---|---|---|",
@@ -601,7 +620,21 @@ def gap_report(gap):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--reps", type=int, default=None)
+    parser.add_argument(
+        "--reps",
+        "--splits",
+        dest="reps",
+        type=int,
+        default=None,
+        help="stratified splits of each real set (and held-out task)",
+    )
+    parser.add_argument(
+        "--datasets", type=str, default="iris,wine,digits", help="real sets to run"
+    )
+    parser.add_argument(
+        "--no-ovr", action="store_true", help="skip skdp's one-vs-rest fits"
+    )
+    parser.add_argument("--tag", type=str, default="", help="results file suffix")
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--ns", type=str, default=None, help="e.g. 10000,100000")
     parser.add_argument("--syn-reps", type=int, default=None)
@@ -645,7 +678,7 @@ def main():
         ns = tuple(int(v) for v in args.ns.split(","))
     t_start = time.perf_counter()
     summaries, raw = {}, {}
-    for name in ("iris", "wine", "digits") if "real" in parts else ():
+    for name in args.datasets.split(",") if "real" in parts else ():
         X, y = real_data(name)
         K = int(y.max()) + 1
         runs = []
@@ -657,7 +690,15 @@ def main():
                 seed = rep * per_split + j
                 runs.append(
                     run_task(
-                        Xtr, ytr, Xte, yte, K, EPSILONS, seed, ovr_gd=not args.no_ovr_gd
+                        Xtr,
+                        ytr,
+                        Xte,
+                        yte,
+                        K,
+                        EPSILONS,
+                        seed,
+                        ovr_gd=not args.no_ovr_gd,
+                        ovr=not args.no_ovr,
                     )
                 )
         summaries[name] = aggregate(runs, EPSILONS)
@@ -673,7 +714,15 @@ def main():
                 seed = rep * per_split + j
                 runs.append(
                     run_task(
-                        Xtr, ytr, Xte, yte, 5, EPSILONS, seed, ovr_gd=not args.no_ovr_gd
+                        Xtr,
+                        ytr,
+                        Xte,
+                        yte,
+                        5,
+                        EPSILONS,
+                        seed,
+                        ovr_gd=not args.no_ovr_gd,
+                        ovr=not args.no_ovr,
                     )
                 )
         key = f"synthetic n={n}"
@@ -682,7 +731,9 @@ def main():
         print(key, "done", round(time.perf_counter() - t_start), "s", flush=True)
     seeds = sparse = held = gap = None
     if "heldout" in parts:
-        held = heldout(reps, per_split)
+        held = {}
+        for eps in EPSILONS:
+            held.update(heldout(reps, per_split, eps))
     if "rules" in parts:
         gap = inf_gap(per_split * (2 if args.quick else 5))
     if "seeds" in parts:
@@ -696,13 +747,17 @@ def main():
     )
     if args.ns:
         tag += "_n" + "_".join(str(n) for n in ns)
+    tag += args.tag
     RESULTS.mkdir(exist_ok=True)
     out = [
         "# Multiclass and sparse benchmark (issue 17)",
         "",
         "Command: `nice -n 10 python -m benchmarks.heavy_tailed.multiclass"
         f"{' --quick' if args.quick else ''}"
-        f"{' --reps ' + str(args.reps) if args.reps else ''}"
+        f"{' --splits ' + str(args.reps) if args.reps else ''}"
+        f"{' --datasets ' + args.datasets if args.datasets != 'iris,wine,digits' else ''}"
+        f"{' --no-ovr' if args.no_ovr else ''}"
+        f"{' --tag ' + args.tag if args.tag else ''}"
         f"{' --seeds ' + str(args.seeds) if args.seeds else ''}"
         f"{' --part ' + args.part if args.part != 'all' else ''}"
         f"{' --ns ' + args.ns if args.ns else ''}"

@@ -56,6 +56,7 @@ from ..solvers.heavy_tailed.localized import (
     make_localized_plan,
 )
 from ..solvers.heavy_tailed.multinomial import (
+    auto_multinomial_steps,
     make_shared_ovr_plan,
     multiclass_step,
     multinomial_dp_gd,
@@ -464,13 +465,17 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
             bound_share=self._estimation_share(),
         )
         if shared_ovr:
-            plan = make_shared_ovr_plan(mu, n, d, self.max_iter, n_classes, **plan_kw)
+            steps = _DEFAULT_STEPS if self.max_iter == "auto" else self.max_iter
+            plan = make_shared_ovr_plan(mu, n, d, steps, n_classes, **plan_kw)
         else:
+            steps = self.max_iter
+            if steps == "auto":  # public in n, d K and the budget
+                steps = auto_multinomial_steps(n, d * n_classes, mu)
             plan = make_known_lipschitz_plan(
                 mu,
                 n,
                 d * n_classes,
-                self.max_iter,
+                steps,
                 search_at_cap=_MULTINOMIAL_SEARCH_AT_CAP,
                 **plan_kw,
             )
@@ -654,7 +659,7 @@ _COMMON_DOC = """
         ``coef_`` and ``intercept_`` are reported for the uncentred features
         (post-processing), and ``radius`` then bounds the coefficients of the
         centred problem.
-    max_iter : int or "auto", default=30 ("auto" for HeavyTailedLinearRegression)
+    max_iter : int or "auto", default="auto"
         Gradient steps of each full-batch run (``known_lipschitz``, and each
         chunk of ``localized``). Noise is calibrated to this number.
         ``"auto"`` (regression) is a public rule of ``n``: with
@@ -671,7 +676,12 @@ _COMMON_DOC = """
         gradients over 4 steps stays well above its noise (post-processing:
         the run has not converged) (measured in
         ``benchmarks/heavy_tailed/rule.py``, ``benchmarks/heavy_tailed/lift.py``
-        and ``benchmarks/heavy_tailed/small_n.py``).
+        and ``benchmarks/heavy_tailed/small_n.py``). ``"auto"``
+        (classification, the default there) gives binary and one-vs-rest fits
+        30 steps and the multinomial fit 30 steps, or 300 (100 above
+        ``n d K = 1e7``) where the squared signal-to-noise ratio
+        ``(n mu)**2 / (d K)`` of its budget reaches 1e4 and without noise
+        (``auto_multinomial_steps``, ``benchmarks/results/multiclass_small_n.md``).
     step_size : float, default=None
         Full-batch step, in the units of the data (used as given, and no
         feature scale is released). Default:
@@ -1073,6 +1083,10 @@ class HeavyTailedLogisticRegression(
         **_HeavyTailedGLM._parameter_constraints,
         "classes": ["array-like", None],
         "multi_class": [StrOptions({"multinomial", "ovr"})],
+        "max_iter": [
+            Interval(Integral, 1, None, closed="left"),
+            StrOptions({"auto"}),
+        ],
     }
 
     def __init__(
@@ -1090,7 +1104,7 @@ class HeavyTailedLogisticRegression(
         radius=None,
         feature_norm=None,
         center=False,
-        max_iter=30,
+        max_iter="auto",
         step_size=None,
         n_splits=3,
         estimation_share=0.1,
@@ -1126,6 +1140,13 @@ class HeavyTailedLogisticRegression(
         # sparse input: the full-batch solver without centring (_check_sparse)
         tags.input_tags.sparse = self.solver == "known_lipschitz" and not self.center
         return tags
+
+    def _known_lipschitz_rule(self, n):
+        """``max_iter="auto"``: 30 steps for binary and one-vs-rest fits (the
+        softmax fit has its own rule, ``auto_multinomial_steps``)."""
+        if self.max_iter == "auto":
+            return _DEFAULT_STEPS, DEFAULT_TARGET
+        return super()._known_lipschitz_rule(n)
 
     def _resolve_classes(self, y):
         if self.classes is None:
