@@ -7,8 +7,8 @@ clipped loss sums) is summed chunk by chunk on the workers
 (:func:`~skdp.solvers._distributed.record_sum`), and the group counts of the
 prior estimate likewise; only those sums reach the driver, where all noise is
 drawn from the estimator's generator. A private ``feature_norm`` estimate
-(the exponential-mechanism quantile of the row norms) counts its public
-cells per chunk likewise. Needs declared ``classes`` and declared groups
+(the noisy bisection of :func:`~skdp.privacy.private_norm_bound` on the row
+norms) counts per chunk likewise. Needs declared ``classes`` and declared groups
 (reading a set from the data is not distributed), and ``center=False``.
 """
 
@@ -20,15 +20,16 @@ from ..privacy import (
     Budget,
     gaussian_noise,
     noisy_histogram_event,
-    private_quantile_event,
-    reachable_quantile_level,
+    private_norm_bound,
+    private_norm_bound_event,
 )
-from ..privacy._mechanisms import NORM_BOUND_QUANTILE, NORM_BOUND_RANGE
+from ..privacy._norm_bound import LOG2_RANGE, RANGE_STEPS
 from ..solvers._distributed import (
     as_dask_xy,
+    bisection_counter,
+    log2_records,
     map_rows,
     persist_records,
-    private_quantile_on_workers,
     reject_dask,
 )
 from ..utils._sparse import append_constant_column, clip_rows_any, row_norms
@@ -192,7 +193,7 @@ def fit_minimax_on_dask(est, X, y, sensitive_features=None):
     share = estimate.mu
     fixed = []
     if needs_norm:
-        fixed.append(private_quantile_event(share))
+        fixed.append(private_norm_bound_event(share))
     if needs_priors:
         z_hist = estimate.noise_multiplier()
         fixed.append(noisy_histogram_event(z_hist))
@@ -205,13 +206,11 @@ def fit_minimax_on_dask(est, X, y, sensitive_features=None):
     est._spend(plan.event)
 
     if needs_norm:
-        # the numpy path's private_norm_bound: its exponential mechanism's
-        # cell counts summed over chunks, the draws on the driver
+        # the numpy path's private_norm_bound: its bisection's counts summed
+        # over chunks in one pass, the noise drawn on the driver
         norms = map_rows(row_norms, X, width=0)
-        level = reachable_quantile_level(n, share, NORM_BOUND_QUANTILE)
-        feature_norm = private_quantile_on_workers(
-            norms, level, share, bounds=NORM_BOUND_RANGE, rng=rng, log_scale=True
-        )
+        count_le = bisection_counter(log2_records(norms), LOG2_RANGE, RANGE_STEPS)
+        feature_norm = private_norm_bound(n, share, rng=rng, count_le=count_le)
     else:
         feature_norm = float(est.feature_norm)
     if needs_priors:

@@ -91,10 +91,9 @@ class MinimaxFairClassifier(
         appended) are clipped to ``sqrt(feature_norm**2 +
         intercept_scaling**2)`` during fit, which never changes the sign of
         a prediction. ``None`` estimates the 0.95-quantile of the row norms
-        (:func:`~skdp.privacy.private_norm_bound`, searched in ``[1e-6,
-        1e6]``) from a share of the budget (a lower
-        quantile when ``n`` times that share is small, see
-        :func:`~skdp.privacy.reachable_quantile_level`). Scale
+        (:func:`~skdp.privacy.private_norm_bound`, a noisy bisection
+        searched in ``[2**-30, 2**30]``) from a share of the budget (a lower
+        quantile when ``n`` is small for that share). Scale
         features with public constants first: the noise grows with
         ``radius * feature_norm``.
     center : bool, default=False

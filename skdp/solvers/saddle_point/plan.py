@@ -30,7 +30,7 @@ from ...privacy import (
     SelfComposedDpEvent,
     calibrate_gaussian,
     noisy_histogram_event,
-    private_quantile_event,
+    private_norm_bound_event,
 )
 from ..heavy_tailed.multinomial import MULTINOMIAL_CURVATURE
 from .dispatch import calibrate_schedule, saddle_point_schedule, schedule_event
@@ -485,7 +485,7 @@ def plan_minimax(
     fixed = []
     for name in estimates:
         if name == "feature_norm":
-            fixed.append(private_quantile_event(mu_est))
+            fixed.append(private_norm_bound_event(mu_est))
         elif name == "group_priors":
             fixed.append(noisy_histogram_event(z_est))
         else:
