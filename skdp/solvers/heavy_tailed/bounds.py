@@ -31,8 +31,8 @@ from ...privacy._norm_bound import (
     UNRELIABLE_SLACK,
     bisect_noisy_counts,
     norm_bound_from_counts,
-    quantile_level,
 )
+from ...privacy._norm_bound import quantile_level as scale_level
 from .._distributed import as_float_records, bisection_counter, log2_records
 
 __all__ = [
@@ -343,34 +343,6 @@ def clip_search_range(loss, row_bound, target_bound):
     high = math.log2(max(float(row_bound) * deriv, 2.0 ** LOG2_RANGE[0]))
     high = min(high, LOG2_RANGE[1])
     return (high - SEARCH_OCTAVES, high)
-
-
-def scale_level(n, z, tail):
-    """Quantile level of a scale estimate that ``n`` records can support.
-
-    :func:`skdp.privacy._norm_bound.quantile_level`: ``1 - max(tail, 4 z /
-    n)``, at least the median. The ``4 z`` margin keeps a count of ``n`` at
-    the top of the range from looking below the target (which would make
-    the bisection jump up by many octaves and wreck the clip-search ranges
-    set from this scale): probability ``Phi(-4) = 3e-5`` per step (``2.3%``
-    with ``2 z``, ``0.13%`` with ``3 z``: both were seen in benchmark runs).
-
-    Parameters
-    ----------
-    n : int
-    z : float
-    tail : float
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> scale_level(100_000, 50.0, 0.01), scale_level(1000, 50.0, 0.01)
-    (0.99, 0.8)
-    """
-    return quantile_level(n, z, tail)
 
 
 def scale_quantile(values, tail, z, rng):
