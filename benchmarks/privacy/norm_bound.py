@@ -30,7 +30,8 @@ GDP. The second table gives the GDP ``mu`` left for the rest of a plan
 
 Usage::
 
-    PYTHONPATH=. nice -n 10 python -m benchmarks.privacy.norm_bound [--draws 200]
+    PYTHONPATH=. nice -n 10 python -m benchmarks.privacy.norm_bound \
+        [--draws 200] [--audit-runs 2000]
 
 Writes ``benchmarks/results/norm_bound_mechanisms.md``. The effect on fits
 (before/after at the same seeds) is ``benchmarks/privacy/estimation_share_units.py``
@@ -47,10 +48,13 @@ from sklearn.datasets import load_diabetes
 
 from benchmarks._common import RESULTS
 from benchmarks._common.fair_data import adult
+from skdp._testing.audit_configs import NORM_BOUND_AUDIT
+from skdp._testing.internals import scaled_noise
 from skdp.privacy import (
     Budget,
     ComposedDpEvent,
     PureDpEvent,
+    certify_epsilon,
     gdp_budget,
     noisy_histogram_event,
     private_norm_bound,
@@ -58,6 +62,7 @@ from skdp.privacy import (
     private_quantile,
     reachable_quantile_level,
 )
+from skdp.privacy.audit import epsilon_lower_bound
 
 OUT = os.path.join(RESULTS, "norm_bound_mechanisms.md")
 BUDGETS = (0.02, 0.05, 0.1, 0.3, 1.0)
@@ -126,15 +131,47 @@ def rest_mu(eps, delta, share=0.1, n_estimates=2):
     return out
 
 
+def audit(n_runs, factor):
+    """Canary audit of private_norm_bound (``NORM_BOUND_AUDIT``): empirical
+    epsilon lower bound with the threshold chosen on the first half."""
+    cfg = NORM_BOUND_AUDIT
+    out = np.full(cfg["n"], cfg["low"])
+    out[cfg["n_low"] :] = cfg["high"]
+    inn = out.copy()
+    inn[0] = cfg["canary"]
+    with scaled_noise(factor):
+        s_out, s_in = (
+            np.log2(
+                [
+                    private_norm_bound(v, cfg["mu"], rng=np.random.default_rng(s))
+                    for s in range(n_runs)
+                ]
+            )
+            for v in (out, inn)
+        )
+    half = n_runs // 2
+    cuts = np.unique(np.concatenate([s_out[:half], s_in[:half]]))
+    best = max(
+        (epsilon_lower_bound(s_out[:half], s_in[:half], t, d, cfg["delta"]), t, d)
+        for t in cuts
+        for d in (1, -1)
+    )
+    return epsilon_lower_bound(
+        s_out[half:], s_in[half:], best[1], best[2], cfg["delta"]
+    )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=200)
+    parser.add_argument("--audit-runs", type=int, default=2000)
     args = parser.parse_args()
     t0 = time.time()
     lines = [
         "# One private norm bound: noisy bisection against the exponential mechanism",
         "",
-        f"Command: `python -m benchmarks.privacy.norm_bound --draws {args.draws}` "
+        "Command: `python -m benchmarks.privacy.norm_bound --draws "
+        f"{args.draws} --audit-runs {args.audit_runs}` "
         "(see the script's docstring). Budget = `epsilon` of `em` = `mu` of "
         "`bisect` (the same zCDP cost). `err`: `|log2(bound / q95)|` (median, "
         "90th percentile over draws); `clip`: median fraction of values above "
@@ -168,6 +205,27 @@ def main():
     for eps in (0.5, 1.0, 2.0, 5.0):
         old, new = rest_mu(eps, 1e-6)
         lines.append(f"| {eps:g} | {old:.5g} | {new:.5g} | {new / old:.4f} |")
+        print(lines[-1], flush=True)
+    cfg = NORM_BOUND_AUDIT
+    claimed = certify_epsilon(private_norm_bound_event(cfg["mu"]), cfg["delta"])
+    lines += [
+        "",
+        "## Canary audit",
+        "",
+        f"`private_norm_bound` at mu={cfg['mu']} (claimed epsilon {claimed:.3f} at "
+        f"delta={cfg['delta']:g}) on the configuration "
+        "`skdp._testing.audit_configs.NORM_BOUND_AUDIT` (the canary moves the "
+        "first count from just above its target to just below it), "
+        f"{2 * args.audit_runs} draws per dataset; empirical epsilon lower "
+        "bound (95%), threshold chosen on the first half of the draws. A noise "
+        "factor below 1 is the negative control.",
+        "",
+        "| noise factor | lower bound | claimed | flagged |",
+        "|---|---|---|---|",
+    ]
+    for factor in (1.0, 0.25, 0.1):
+        lb = audit(2 * args.audit_runs, factor)
+        lines.append(f"| {factor:g} | {lb:.3f} | {claimed:.3f} | {lb > claimed} |")
         print(lines[-1], flush=True)
     lines += ["", f"Run time: {time.time() - t0:.0f} s.", ""]
     os.makedirs(RESULTS, exist_ok=True)
