@@ -87,6 +87,12 @@ SOURCES = [
         "privacy/estimation_share_units",
         ["skdp/linear_model/_bilevel_ridge.py", "skdp/fairness", "skdp/privacy"],
     ),
+    (
+        "norm_bound_gaussian",
+        "privacy/estimation_share_units",
+        ["skdp/linear_model/_bilevel_ridge.py", "skdp/fairness", "skdp/privacy"],
+    ),
+    ("norm_bound_mechanisms", "privacy/norm_bound", ["skdp/privacy"]),
     ("privacy_audit", "privacy/audit", ["skdp"]),
     ("privacy_hardening", "privacy/hardening_invariance", ["skdp"]),
     (

@@ -655,8 +655,8 @@ def test_minimax_fair_gda_dask_matches_numpy(client, classes, kw):
 
 @pytest.mark.parametrize("classes", [2, 3])
 def test_minimax_fair_private_feature_norm_on_dask_matches_numpy(client, classes):
-    """feature_norm=None: the exponential-mechanism quantile of the row norms
-    counts its public cells per chunk; the same release, the same model."""
+    """feature_norm=None: the norm bound's noisy bisection on the row norms
+    counts per chunk; the same release, the same model."""
     kw = {"feature_norm": None}
     if classes == 3:
         kw.update(classes=[0, 1, 2], group_priors=[0.6, 0.4])

@@ -148,7 +148,8 @@ def test_plans_pay_for_the_feature_scale(make, kwargs):
 
 
 def test_solver_draws_the_feature_scale_it_planned(monkeypatch):
-    from skdp.solvers.heavy_tailed import bounds as bounds
+    # the bounds' counts are drawn by the one private norm bound
+    from skdp.privacy import _norm_bound as bounds
 
     calls = []
     real = bounds.gaussian_noise

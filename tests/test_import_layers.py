@@ -12,6 +12,7 @@ inside functions count too.
 """
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -117,14 +118,26 @@ def test_the_layer_check_sees_an_upward_import(tmp_path, monkeypatch):
 BENCHMARKS_ROOT = PACKAGE_ROOT.parent / "benchmarks"
 
 
+_MODULE_STRING = re.compile(r"skdp(\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
 def _private_skdp_imports(path):
-    """skdp modules ``path`` imports that are neither public nor ``skdp._testing``."""
+    """skdp modules ``path`` imports that are neither public nor ``skdp._testing``.
+
+    A string that is a dotted skdp module name counts as an import too
+    (``importlib.import_module("skdp...")``, ``find_spec``, ``client.run``,
+    ``mock.patch`` targets).
+    """
     tree = ast.parse(path.read_text(), filename=str(path))
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and not node.level:
             names = [node.module or ""]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if not _MODULE_STRING.fullmatch(node.value):
+                continue
+            names = [node.value]
         else:
             continue
         for name in names:
@@ -157,6 +170,12 @@ def test_the_benchmark_check_sees_a_private_import(tmp_path):
         "import skdp.solvers.sampling\n"
         "from skdp._testing.internals import scaled_noise\n"
         "from skdp.privacy import Budget\n"
+        "importlib.import_module('skdp.solvers._distributed')\n"
+        "importlib.util.find_spec('skdp.privacy')\n"
     )
-    found = [line.split(" imports ")[1] for line in _private_skdp_imports(bad)]
-    assert found == ["skdp.privacy._mechanisms", "skdp.solvers.sampling"]
+    found = sorted(line.split(" imports ")[1] for line in _private_skdp_imports(bad))
+    assert found == [
+        "skdp.privacy._mechanisms",
+        "skdp.solvers._distributed",
+        "skdp.solvers.sampling",
+    ]

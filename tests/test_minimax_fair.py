@@ -11,7 +11,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from skdp import BudgetExceededError, MinimaxFairClassifier, PrivacyAccountant
-from skdp.privacy import certify_epsilon, gdp_mu
+from skdp.privacy import certify_epsilon, gdp_mu, private_norm_bound_event
 from skdp.solvers.saddle_point.group_dro import GroupDROLogistic
 
 
@@ -71,11 +71,11 @@ def test_estimates_take_their_share_and_the_plan_is_what_is_charged():
     label, plan = acc.ledger[0]
     assert label == "MinimaxFairClassifier"
     assert certify_epsilon(plan, 1e-4) == pytest.approx(clf.privacy_spent_[0])
-    # The plan holds the quantile (pure, half of estimation_share of mu**2:
-    # epsilon = mu sqrt(0.5 / 2)) and the histogram steps.
+    # The plan holds the norm bound (10 Gaussian counts, half of
+    # estimation_share of mu**2: mu_b = mu sqrt(0.5 / 2)) and the histogram.
     names = repr(plan)
-    eps_quantile = float(gdp_mu(4.0, 1e-4)) * float(np.sqrt(0.5 / 2))
-    assert f"PureDpEvent(epsilon={eps_quantile!r})" in names
+    mu_bound = float(gdp_mu(4.0, 1e-4)) * float(np.sqrt(0.5 / 2))
+    assert repr(private_norm_bound_event(mu_bound)) in names
     assert "PoissonSampledDpEvent" in names
     # Group priors and feature norm are released estimates: close, not exact.
     codes = np.searchsorted(["a", "b", "c"], g)

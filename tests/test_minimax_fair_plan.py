@@ -98,22 +98,23 @@ def test_fit_charges_its_plan_and_sets_attributes_from_one_result_type(solver):
 
 
 def test_norm_quantile_out_of_reach_is_not_released():
-    """Public rule: when even the median is out of the private norm
-    quantile's reach (n epsilon_q < 4 log(2048 / 0.01)), the plan releases
+    """Public rule: when even the median is out of the private norm bound's
+    reach (n < 8 z, z the noisy bisection's count noise), the plan releases
     nothing for the bound and uses sqrt(n_features); the threshold is the one
-    at which reachable_quantile_level warns."""
-    from skdp.privacy import reachable_quantile_level
+    at which private_norm_bound warns."""
+    from skdp.privacy import private_norm_bound
+    from skdp.privacy._norm_bound import norm_bound_noise_multiplier
 
-    need = 4.0 * math.log(2048 / 0.01)
-    for eps_q in (0.05, 0.3, 1.0):
-        n_lo = math.ceil(need / eps_q) - 1
-        assert not norm_quantile_reachable(n_lo, eps_q)
-        assert norm_quantile_reachable(n_lo + 1, eps_q)
+    for mu_q in (0.05, 0.3, 1.0):
+        n_lo = math.ceil(8.0 * norm_bound_noise_multiplier(mu_q)) - 1
+        assert not norm_quantile_reachable(n_lo, mu_q)
+        assert norm_quantile_reachable(n_lo + 1, mu_q)
+        rng = np.random.default_rng(0)
         with pytest.warns(UserWarning, match="too few"):
-            reachable_quantile_level(n_lo, eps_q, 0.95)
+            private_norm_bound(np.ones(n_lo), mu_q, rng=rng)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            reachable_quantile_level(n_lo + 1, eps_q, 0.95)
+            private_norm_bound(np.ones(n_lo + 1), mu_q, rng=rng)
     assert norm_quantile_reachable(1, np.inf)
     for n_classes in (2, 3):
         small = plan_minimax(1.0, 1e-6, 150, 4, 1, n_classes, max_iter=50)

@@ -119,29 +119,165 @@ def test_scaled_noise_hook_is_scoped():
     assert np.std(gaussian_noise(rng, 1.0, 10_000)) == pytest.approx(1.0, rel=0.05)
 
 
-def test_private_norm_bound_is_the_quantile_at_the_reachable_level():
-    """The shared norm bound is private_quantile (coupled test above) at a
-    level that is a public function of n and epsilon."""
-    from skdp.privacy import (
-        private_norm_bound,
-        private_quantile,
-        reachable_quantile_level,
+def test_private_norm_bound_is_the_heavy_tailed_scale_quantile():
+    """One norm bound: private_norm_bound at ``mu`` is the heavy-tailed
+    solvers' scale quantile at ``z = sqrt(steps) / mu`` (same draws; their
+    scales multiply a lowered level's bound by UNRELIABLE_SLACK, the
+    estimators' bound does not), and ``mu=inf`` gives the 0.95 quantile up to
+    the bisection's resolution."""
+    from skdp.privacy import private_norm_bound
+    from skdp.privacy._norm_bound import (
+        RANGE_STEPS,
+        UNRELIABLE_SLACK,
+        norm_bound_noise_multiplier,
+        quantile_level,
     )
+    from skdp.solvers.heavy_tailed.bounds import scale_quantile
 
-    norms = np.abs(np.random.default_rng(3).standard_t(3, size=400)) + 0.1
-    for eps in (0.05, 1.0, np.inf):
-        level = reachable_quantile_level(400, eps, 0.95)
-        expected = private_quantile(
-            norms,
-            level,
-            eps,
-            bounds=(1e-6, 1e6),
-            rng=np.random.default_rng(7),
-            log_scale=True,
+    norms = np.abs(np.random.default_rng(3).standard_t(3, size=4000)) + 0.1
+    for mu in (0.05, 0.3, 1.0):
+        z = norm_bound_noise_multiplier(mu)
+        assert z == pytest.approx(np.sqrt(RANGE_STEPS) / mu)
+        got = private_norm_bound(
+            norms, mu, rng=np.random.default_rng(7), slack=UNRELIABLE_SLACK
         )
-        got = private_norm_bound(norms, eps, rng=np.random.default_rng(7))
-        assert got == expected
-    # a small n * epsilon lowers the level (public), a large one keeps it
-    assert reachable_quantile_level(400, 0.05, 0.95) < 0.95
+        ref = scale_quantile(norms, 1.0 - 0.95, z, np.random.default_rng(7))
+        assert got == ref
+        lowered = quantile_level(norms.size, z, 1.0 - 0.95) < 0.95
+        assert lowered == (mu == 0.05)  # public: 4 z / n > 0.05
+        default = private_norm_bound(norms, mu, rng=np.random.default_rng(7))
+        assert default == (ref / UNRELIABLE_SLACK if lowered else ref)
     exact = private_norm_bound(norms, np.inf, rng=np.random.default_rng(0))
-    assert exact == pytest.approx(np.quantile(norms, 0.95), rel=0.01)
+    q = np.quantile(norms, 0.95)
+    assert q <= exact <= q * 2.0 ** (60.0 / 2**RANGE_STEPS)
+    # a public range in value units sets the log2 search range
+    b = private_norm_bound(
+        norms, np.inf, rng=np.random.default_rng(0), bounds=(1e-6, 1e6)
+    )
+    assert q <= b <= q * 2.0 ** (np.log2(1e12) / 2**RANGE_STEPS)
+
+
+def test_private_norm_bound_small_n_lowers_the_level_and_warns():
+    from skdp.privacy import private_norm_bound
+
+    norms = np.linspace(1.0, 2.0, 400)
+    # z = sqrt(10) / 0.05 = 63 > 400 / 8: warned (public n and mu), the level
+    # is the median; a slack multiplies that bound
+    with pytest.warns(UserWarning, match="too few"):
+        small = private_norm_bound(norms, 0.05, rng=np.random.default_rng(1))
+    with pytest.warns(UserWarning, match="too few"):
+        wide = private_norm_bound(norms, 0.05, rng=np.random.default_rng(1), slack=4.0)
+    assert wide == 4.0 * small
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        private_norm_bound(norms, 1.0, rng=np.random.default_rng(1))
+
+
+def test_private_norm_bound_counts_coupled_on_neighbours():
+    """Every released count moves by at most 1 between neighbours (replace
+    one record), and by exactly 1 where the replaced record crosses the
+    midpoint; with the same stream both runs draw the same noise."""
+    from skdp.privacy import _norm_bound
+
+    rng = np.random.default_rng(0)
+    norms = np.exp(rng.normal(size=3000))
+    neighbour = norms.copy()
+    neighbour[0] = 1e8  # far above every midpoint the search visits
+    norms[0] = 1e-8  # far below
+    released = {}
+    real = _norm_bound.gaussian_noise
+    for name, v in (("a", norms), ("b", neighbour)):
+        logv = np.log2(v)
+        mids, noise = [], []
+
+        def count_le(mid, logv=logv, mids=mids):
+            mids.append(mid)
+            return int(np.count_nonzero(logv <= mid))
+
+        def record(r, std, size=None, noise=noise):
+            noise.append(real(r, std))
+            return noise[-1]
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(_norm_bound, "gaussian_noise", record)
+            _norm_bound.norm_bound_from_counts(
+                count_le, v.size, 0.05, 5.0, np.random.default_rng(11)
+            )
+        released[name] = (mids, noise, logv)
+    mids_a, noise_a, logv_a = released["a"]
+    _, noise_b, logv_b = released["b"]
+    np.testing.assert_array_equal(noise_a, noise_b)
+    diffs = [
+        abs(int(np.count_nonzero(logv_a <= m)) - int(np.count_nonzero(logv_b <= m)))
+        for m in mids_a
+    ]
+    assert max(diffs) <= 1
+    assert min(diffs) == 1  # attained: the record crosses every midpoint
+
+
+def test_private_norm_bound_event_is_exactly_mu_gdp():
+    """The event is ``steps`` Gaussian counts of multiplier sqrt(steps)/mu:
+    its (epsilon, delta) is the closed-form GDP curve at mu, and
+    dp-accounting's PLD of the same Gaussians (sensitivity 1) agrees."""
+    from dp_accounting import dp_event
+    from dp_accounting.pld import pld_privacy_accountant
+
+    from skdp.privacy import (
+        certify_epsilon,
+        gdp_epsilon,
+        gdp_mu_of,
+        private_norm_bound_event,
+    )
+    from skdp.privacy._norm_bound import RANGE_STEPS, norm_bound_noise_multiplier
+
+    for mu in (0.1, 0.5, 2.0):
+        event = private_norm_bound_event(mu)
+        assert gdp_mu_of(event) == pytest.approx(mu, rel=1e-12)
+        assert certify_epsilon(event, 1e-6) == pytest.approx(
+            gdp_epsilon(mu, 1e-6), rel=1e-6
+        )
+        # dp-accounting: add/remove PLD of sensitivity-1 counts is the
+        # replace-one count's (a count moves by one either way)
+        z = norm_bound_noise_multiplier(mu)
+        acc = pld_privacy_accountant.PLDAccountant()
+        acc.compose(dp_event.GaussianDpEvent(z), RANGE_STEPS)
+        assert acc.get_epsilon(1e-6) == pytest.approx(gdp_epsilon(mu, 1e-6), rel=2e-3)
+
+
+def test_private_norm_bound_audit_and_negative_control():
+    """A canary audit of the bound itself: the canary's norm is below the
+    first midpoint in D and far above it in D', where D's count sits just
+    above the target. At mu=0.3 the empirical lower bound stays below the
+    certified epsilon; with the noise divided by 100 it exceeds it."""
+    from skdp._testing.audit_configs import NORM_BOUND_AUDIT as cfg
+    from skdp.privacy import (
+        certify_epsilon,
+        private_norm_bound,
+        private_norm_bound_event,
+    )
+    from skdp.privacy.audit import _choose_threshold, epsilon_lower_bound
+
+    mu, delta, n_runs = cfg["mu"], cfg["delta"], cfg["n_runs"]
+    out = np.full(cfg["n"], cfg["low"])  # log2 <= 0, the first midpoint
+    out[cfg["n_low"] :] = cfg["high"]  # counted at mid 0: just above the target
+    inn = out.copy()
+    inn[0] = cfg["canary"]  # crosses every midpoint above log2(low)
+    claimed = certify_epsilon(private_norm_bound_event(mu), delta)
+
+    def lower_bound(factor):
+        with _scaled_noise(factor):
+            s_out, s_in = (
+                np.log2(
+                    [
+                        private_norm_bound(v, mu, rng=np.random.default_rng(s))
+                        for s in range(n_runs)
+                    ]
+                )
+                for v in (out, inn)
+            )
+        half = n_runs // 2
+        t, direction = _choose_threshold(s_out[:half], s_in[:half], delta, 0.05)
+        return epsilon_lower_bound(s_out[half:], s_in[half:], t, direction, delta)
+
+    assert lower_bound(1.0) <= claimed
+    assert lower_bound(0.01) > claimed

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import skdp.linear_model._heavy_tailed as ht
-import skdp.solvers.heavy_tailed.bounds as bounds
+import skdp.privacy._norm_bound as bounds  # draws the bounds' counts
 import skdp.solvers.heavy_tailed.gd as gd
 import skdp.solvers.heavy_tailed.intercept as intercept
 import skdp.solvers.heavy_tailed.multinomial as multinomial
@@ -42,7 +42,7 @@ def draws(monkeypatch):
 
 def _realized_mu(est, log, clips):
     # counts: sensitivity 1; gradient sums: 2 C; intercept sum: 2 R
-    total = sum(1.0 / s**2 for m, s in log if m == "bounds")
+    total = sum(1.0 / s**2 for m, s in log if m == "_norm_bound")
     grads = [s for m, s in log if m in ("gd", "multinomial")]
     levels = np.ravel(est.clip_thresholds_)
     assert len(grads) == levels.size

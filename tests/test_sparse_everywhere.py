@@ -69,8 +69,10 @@ BILEVEL_PARAMS = [
     ({"feature_norm": 3.0, "target_bound": 10.0}, 1e-12),
     ({"fit_intercept": False}, 1e-12),
     # the outer loop's 100 projected steps amplify summation-order rounding
-    ({"inner_solver": "sufficient_statistics"}, 1e-6),
-    ({"inner_solver": "sufficient_statistics", "fit_intercept": False}, 1e-6),
+    # (3.1e-6 in alpha_ at epsilon=inf without intercept since the private
+    # bounds are the Gaussian norm bound; the bounds themselves are equal)
+    ({"inner_solver": "sufficient_statistics"}, 1e-5),
+    ({"inner_solver": "sufficient_statistics", "fit_intercept": False}, 1e-5),
     ({"inner_solver": "sufficient_statistics", "tuning": "risk_estimate"}, 1e-9),
 ]
 
@@ -88,6 +90,9 @@ def test_bilevel_ridge_sparse_equals_dense(fmt, epsilon, params, rtol):
     assert sparse.intercept_ == pytest.approx(dense.intercept_, rel=rtol, abs=rtol)
     assert sparse.alpha_ == pytest.approx(dense.alpha_, rel=rtol, abs=1e-300)
     assert sparse.privacy_spent_ == dense.privacy_spent_
+    assert (sparse.feature_norm_, sparse.target_bound_) == pytest.approx(
+        (dense.feature_norm_, dense.target_bound_), nan_ok=True, rel=1e-15
+    )
     np.testing.assert_allclose(
         sparse.predict(FORMATS[fmt](X)), dense.predict(X), rtol=1e-6, atol=1e-6
     )

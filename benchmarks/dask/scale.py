@@ -157,8 +157,9 @@ def dask_fit(n, chunk, seed, workers, name="bilevel"):
         memory_limit="6GB",
     )
     with Client(cluster) as client:
-        # a long-lived cluster has skdp imported already: not part of the fit
-        client.run(importlib.import_module, "skdp.solvers._distributed")
+        # a long-lived cluster has skdp imported already (with its dask
+        # helpers): not part of the fit
+        client.run(importlib.import_module, "skdp")
         client.run(_warm_up)  # numba kernels compiled/loaded (cache=True)
         X, y = _dask_data(n, chunk, seed)
         if name != "bilevel":

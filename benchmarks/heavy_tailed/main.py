@@ -32,7 +32,6 @@ Usage: ``python -m benchmarks.heavy_tailed.main [--quick]`` from the repository 
 """
 
 import argparse
-import importlib.util
 import json
 import math
 import time
@@ -583,16 +582,11 @@ def scales_report(scales, reps):
         "(linear) or `(a X, y)` (logistic); excess risk mapped back to standardized "
         "units (linear: divided by `c**2`), so a scale-invariant method gives the same "
         "number in every column. "
-        + (
-            "Step sizes, the localized regularisation and the intercept column adapt "
-            "to a private feature scale `s` (median over rows of the RMS of the "
-            "non-zero entries, over that of a standard Gaussian vector: one more "
-            "10-count scale quantile, 1% of the budget); clip and truncation levels "
-            "are private quantiles and scale by themselves. "
-            if importlib.util.find_spec("skdp.solvers.heavy_tailed.units")
-            else "This version of skdp has no feature-scale rule (defaults tuned for "
-            "unit variance). "
-        )
+        + "Step sizes, the localized regularisation and the intercept column adapt "
+        "to a private feature scale `s` (median over rows of the RMS of the "
+        "non-zero entries, over that of a standard Gaussian vector: one more "
+        "10-count scale quantile, 1% of the budget); clip and truncation levels "
+        "are private quantiles and scale by themselves. "
         + "Same data generator as above (d = 20), "
         f"mean of {reps} repetitions, a fresh data set per repetition.",
         "",

@@ -24,9 +24,9 @@ from benchmarks._common import RESULTS
 from benchmarks._common.baselines import benchmark_delta
 from benchmarks.bilevel_ridge.vs_baselines import heavy_task
 from skdp import HeavyTailedLinearRegression
-from skdp._testing.internals import heavy_tailed_bounds_module as bounds
 from skdp._testing.internals import heavy_tailed_gd_module as gd
 from skdp._testing.internals import heavy_tailed_intercept_module as intercept
+from skdp._testing.internals import norm_bound_module as bounds  # count noise
 
 MODULES = {"gd": gd, "bounds": bounds, "intercept": intercept}
 VARIANTS = {

@@ -21,8 +21,8 @@ Pipelines (numeric columns in raw units, categoricals as strings):
 - ``sklearn_lr``: non-private LogisticRegression after non-private preprocessing.
 - ``fair_*`` (``--fair``): the same two pipelines ending in
   MinimaxFairClassifier with ``sensitive_features=sex`` (its private
-  feature-norm bound is pure epsilon: in ``fair_private`` it gets 98% of its
-  split epsilon, as ``private_est_bounds``).
+  feature-norm bound is Gaussian, so in ``fair_private`` it gets its whole
+  split epsilon).
 
 Train on adult.data, score on adult.test. Usage::
 
@@ -180,15 +180,12 @@ def run(epsilons, shares, seeds, fair, only=None, bounds_share=None):
                 for share in shares:
                     e_pre, e_mod = split_epsilon(eps, DELTA, [share, 1 - share])
                     acc = PrivacyAccountant(eps, DELTA)
-                    # MinimaxFairClassifier's private feature-norm bound is a
-                    # pure-epsilon release (since the norm bounds were merged):
-                    # the GDP split is then inexact and its full share would
-                    # overspend the ledger by a hair. Give it 2% less, as the
-                    # estimated-bounds pipeline below.
-                    e_fit = 0.98 * e_mod if is_fair else e_mod
+                    # Every step is Gaussian (MinimaxFairClassifier's private
+                    # feature-norm bound too, since issue 19): the GDP split
+                    # is exact, each part gets its full share.
                     pipe = make_pipeline(
                         private_pre(e_pre, seed, acc),
-                        model(e_fit, seed, acc, fair=is_fair),
+                        model(e_mod, seed, acc, fair=is_fair),
                     )
                     add(prefix + "private", eps, share, seed, pipe, None, is_fair)
                 if not is_fair:

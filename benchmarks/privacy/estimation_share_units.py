@@ -22,6 +22,15 @@ and, for the merge of the private norm bounds (one set of constants)::
     python -m benchmarks.privacy.estimation_share_units --report --compare norm_before \
         norm_after --out norm_bound_merge.md --title "One private norm bound"
 
+and, for the Gaussian bisection as that one bound (issue 19, D; run with
+``--seeds 5 --reps 12``)::
+
+    python -m benchmarks.privacy.estimation_share_units --label gauss_before --seeds 5  # parent
+    python -m benchmarks.privacy.estimation_share_units --label gauss_after --seeds 5
+    python -m benchmarks.privacy.estimation_share_units --report --compare gauss_before \
+        gauss_after --out norm_bound_gaussian.md --title "One private norm bound: the \
+        Gaussian bisection"
+
 Size: Adult (sex x race groups), first 8,000 training rows, full test set,
 10 seeds at epsilon 1 and 5, for ``nseg``, ``nispp`` and ``gda`` with the
 feature norm and group priors estimated privately; ``load_diabetes``, 12

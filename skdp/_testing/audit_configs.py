@@ -171,3 +171,20 @@ SEARCH_AUDIT = {
     "n_samples": 40,
     "canary_target": 10.0,
 }
+
+
+# skdp.privacy.private_norm_bound (the one private norm bound) is audited as a
+# mechanism: ``n`` values at ``low`` (counted at the bisection's first
+# midpoint, log2 = 0) and ``n - n_low`` at ``high``; D' moves record 0 to
+# ``canary`` (above every midpoint the search can visit from there), so the
+# first count sits just above its target in D and just below it in D'.
+NORM_BOUND_AUDIT = {
+    "mu": 0.3,
+    "delta": 1e-5,
+    "n": 401,
+    "n_low": 359,
+    "low": 0.5,
+    "high": 2.0,
+    "canary": 2.0**20,
+    "n_runs": 400,
+}

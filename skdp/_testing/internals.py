@@ -27,6 +27,7 @@ from ..linear_model import _bilevel_ridge as bilevel_ridge_estimator_module
 from ..linear_model import _heavy_tailed as heavy_tailed_estimator_module
 from ..model_selection._plan import probe_plan
 from ..model_selection._scoring import noisy_validation_loss
+from ..privacy import _norm_bound as norm_bound_module  # draws the bounds' counts
 from ..privacy._mechanisms import _scaled_noise as scaled_noise
 
 # Bilevel ridge: the sufficient-statistics releases, the planner and the
@@ -115,6 +116,7 @@ __all__ = [
     "moment_sensitivity",
     "njit",
     "noisy_validation_loss",
+    "norm_bound_module",
     "onepass_clipped_dp_sgd",
     "output_sensitivities",
     "plan_bilevel_ridge",

@@ -7,8 +7,8 @@ clipped loss sums) is summed chunk by chunk on the workers
 (:func:`~skdp.solvers._distributed.record_sum`), and the group counts of the
 prior estimate likewise; only those sums reach the driver, where all noise is
 drawn from the estimator's generator. A private ``feature_norm`` estimate
-(the exponential-mechanism quantile of the row norms) counts its public
-cells per chunk likewise. Needs declared ``classes`` and declared groups
+(the noisy bisection of :func:`~skdp.privacy.private_norm_bound` on the row
+norms) counts per chunk likewise. Needs declared ``classes`` and declared groups
 (reading a set from the data is not distributed), and ``center=False``.
 """
 
@@ -17,18 +17,16 @@ import math
 import numpy as np
 
 from ..privacy import (
-    Budget,
     gaussian_noise,
-    noisy_histogram_event,
-    private_quantile_event,
-    reachable_quantile_level,
+    private_norm_bound,
 )
-from ..privacy._mechanisms import NORM_BOUND_QUANTILE, NORM_BOUND_RANGE
+from ..privacy._norm_bound import LOG2_RANGE, RANGE_STEPS
 from ..solvers._distributed import (
     as_dask_xy,
+    bisection_counter,
+    log2_records,
     map_rows,
     persist_records,
-    private_quantile_on_workers,
     reject_dask,
 )
 from ..utils._sparse import append_constant_column, clip_rows_any, row_norms
@@ -177,25 +175,12 @@ def fit_minimax_on_dask(est, X, y, sensitive_features=None):
 
     # Public plan: the numpy path's (skdp/fairness/_minimax_fair.py).
     delta, rng = est._begin_private_fit(n)
-    eps = float(est.epsilon)
     needs_priors = priors is None and m > 1
     if needs_priors and est.min_group_prior <= 0:
         raise ValueError(
             "min_group_prior must be positive when the group priors are "
             "estimated (group_priors=None)."
         )
-    needs_norm = est.feature_norm is None
-    n_estimates = int(needs_norm) + int(needs_priors)
-    estimate = Budget.from_target(eps, delta, margin=False).share(
-        est.estimation_share, max(n_estimates, 1)
-    )
-    share = estimate.mu
-    fixed = []
-    if needs_norm:
-        fixed.append(private_quantile_event(share))
-    if needs_priors:
-        z_hist = estimate.noise_multiplier()
-        fixed.append(noisy_histogram_event(z_hist))
     plan = est._plan(n, int(X.shape[1]), m, classes.size, delta, needs_priors)
     # the plan drops a norm quantile that n cannot support (public rule)
     needs_norm = "feature_norm" in plan.estimates
@@ -210,13 +195,11 @@ def fit_minimax_on_dask(est, X, y, sensitive_features=None):
     est._spend(plan.event)
 
     if needs_norm:
-        # the numpy path's private_norm_bound: its exponential mechanism's
-        # cell counts summed over chunks, the draws on the driver
+        # the numpy path's private_norm_bound: its bisection's counts summed
+        # over chunks in one pass, the noise drawn on the driver
         norms = map_rows(row_norms, X, width=0)
-        level = reachable_quantile_level(n, share, NORM_BOUND_QUANTILE)
-        feature_norm = private_quantile_on_workers(
-            norms, level, share, bounds=NORM_BOUND_RANGE, rng=rng, log_scale=True
-        )
+        count_le = bisection_counter(log2_records(norms), LOG2_RANGE, RANGE_STEPS)
+        feature_norm = private_norm_bound(n, share, rng=rng, count_le=count_le)
     elif est.feature_norm is None:
         feature_norm = float(plan.default_feature_norm)
     else:

@@ -99,14 +99,14 @@ class MinimaxFairClassifier(
         appended) are clipped to ``sqrt(feature_norm**2 +
         intercept_scaling**2)`` during fit, which never changes the sign of
         a prediction. ``None`` estimates the 0.95-quantile of the row norms
-        (:func:`~skdp.privacy.private_norm_bound`, searched in ``[1e-6,
-        1e6]``) from a share of the budget (a lower
-        quantile when ``n`` times that share is small, see
-        :func:`~skdp.privacy.reachable_quantile_level`). When ``n`` is too
-        small for even the median at that share (``n * epsilon_q < 4
-        log(2048 / 0.01)``, a public rule of ``n`` and the budget), nothing
-        is estimated: the public default ``sqrt(n_features)`` (features
-        scaled to ``[-1, 1]``) is used, with a ``UserWarning``. Scale
+        (:func:`~skdp.privacy.private_norm_bound`, a noisy bisection
+        searched in ``[2**-30, 2**30]``) from a share of the budget (a lower
+        quantile when ``n`` is small for that share). When ``n`` is too
+        small for even the median at that share (``n < 8 z`` with ``z`` the
+        bisection's count noise, a public rule of ``n`` and the budget, see
+        :func:`~skdp.solvers.saddle_point.plan.norm_quantile_reachable`),
+        nothing is estimated: the public default ``sqrt(n_features)``
+        (features scaled to ``[-1, 1]``) is used, with a ``UserWarning``. Scale
         features with public constants first: the noise grows with
         ``radius * feature_norm``.
     center : bool, default=False

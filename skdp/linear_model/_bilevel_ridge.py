@@ -15,7 +15,7 @@ from ..privacy import (
     Budget,
     ComposedDpEvent,
     private_norm_bound,
-    private_quantile_event,
+    private_norm_bound_event,
     reachable_quantile_level,
 )
 from ..solvers._distributed import (
@@ -160,7 +160,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     feature_norm : float, default=None
         Public bound on the Euclidean norm of a row of ``X``; larger rows are
         scaled down to it. ``None`` estimates a quantile of the row norms
-        privately (exponential mechanism, pure DP) from
+        privately (:func:`~skdp.privacy.private_norm_bound`, Gaussian) from
         ``estimation_share`` of the budget, searched in ``[1e-6, 1e6]``:
         the 95% quantile, or a lower one (down to the median) when
         ``n * epsilon`` is too small for the 95% quantile to be estimated
@@ -749,7 +749,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         if self.inner_solver == "gd":
             return self._fit_gd(X, y, delta, rng)
         eps_a, eps_b = self._bound_epsilons(n, delta)
-        bound_events = [private_quantile_event(e) for e in (eps_a, eps_b) if e > 0]
+        bound_events = [private_norm_bound_event(e) for e in (eps_a, eps_b) if e > 0]
         bounds_event = ComposedDpEvent(bound_events) if bound_events else None
         mu = Budget.from_target(self.epsilon, delta, bounds_event).mu
         if tuning == "risk_estimate":

@@ -200,17 +200,7 @@ def estimate_bounds(X, epsilon_q, rng, before_noise=None):
 
         return estimate_bounds_on_workers(X, epsilon_q, rng, before_noise)
     n, d = X.shape
-    level = reachable_quantile_level(n, epsilon_q, TARGET_LEVEL)
-    if level < MIN_LEVEL:
-        # A public rule of n and epsilon_q: the warning costs no privacy.
-        warnings.warn(
-            f"{n} rows at epsilon={epsilon_q:.3g} per quantile only locate the "
-            f"({1 - level:.2f}, {level:.2f}) quantiles of each column: the "
-            "private bounds will clip much of the data. Pass public bounds.",
-            UserWarning,
-            stacklevel=3,
-        )
-    cell = (QUANTILE_RANGE[1] - QUANTILE_RANGE[0]) / 2048
+    level = bounds_level(n, epsilon_q, stacklevel=4)
     lower, upper = np.empty(d), np.empty(d)
     column = _asinh_columns(X)
     for j in range(d):
@@ -219,11 +209,66 @@ def estimate_bounds(X, epsilon_q, rng, before_noise=None):
             col, 1.0 - level, epsilon_q, bounds=QUANTILE_RANGE, rng=rng
         )
         hi = private_quantile(col, level, epsilon_q, bounds=QUANTILE_RANGE, rng=rng)
-        if hi - lo < cell:
-            mid = 0.5 * (lo + hi)
-            lo, hi = mid - 0.5 * cell, mid + 0.5 * cell
-        lower[j], upper[j] = math.sinh(lo), math.sinh(hi)
+        lower[j], upper[j] = column_bounds(lo, hi)
     return lower, upper
+
+
+def bounds_level(n, epsilon_q, stacklevel=2):
+    """Level ``q`` of the bound quantiles, warning when it is below MIN_LEVEL.
+
+    The highest level up to :data:`TARGET_LEVEL` that ``n`` rows at
+    ``epsilon_q`` can locate (:func:`skdp.privacy.reachable_quantile_level`):
+    a public rule of ``n`` and ``epsilon_q``, so the warning costs no
+    privacy. Shared by the numpy and the dask fits.
+
+    Parameters
+    ----------
+    n : int
+    epsilon_q : float
+    stacklevel : int, default=2
+        Of the warning.
+
+    Returns
+    -------
+    float
+    """
+    level = reachable_quantile_level(n, epsilon_q, TARGET_LEVEL)
+    if level < MIN_LEVEL:
+        warnings.warn(
+            f"{n} rows at epsilon={epsilon_q:.3g} per quantile only locate the "
+            f"({1 - level:.2f}, {level:.2f}) quantiles of each column: the "
+            "private bounds will clip much of the data. Pass public bounds.",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
+    return level
+
+
+def column_bounds(lo, hi):
+    """A column's ``(lower, upper)`` from its two releases in ``asinh`` units.
+
+    Releases that meet are widened to one cell of :data:`QUANTILE_RANGE`
+    (post-processing); the result is mapped back by ``sinh``. Shared by the
+    numpy and the dask fits.
+
+    Parameters
+    ----------
+    lo, hi : float
+
+    Returns
+    -------
+    (float, float)
+
+    Examples
+    --------
+    >>> column_bounds(0.0, 0.0)[1] > 0
+    True
+    """
+    cell = (QUANTILE_RANGE[1] - QUANTILE_RANGE[0]) / 2048
+    if hi - lo < cell:
+        mid = 0.5 * (lo + hi)
+        lo, hi = mid - 0.5 * cell, mid + 0.5 * cell
+    return math.sinh(lo), math.sinh(hi)
 
 
 def saturate(X):

@@ -19,11 +19,8 @@ with declared bounds, ``SimpleImputer(strategy="constant")``) keep a
 validation pass of its own.
 """
 
-import warnings
-
 import numpy as np
 
-from ..privacy import reachable_quantile_level
 from ..privacy._mechanisms import quantile_from_counts
 from ..solvers._distributed import (
     as_dask_xy,
@@ -312,34 +309,19 @@ def estimate_bounds_on_workers(X, epsilon_q, rng, before_noise=None):
     -------
     lower, upper : ndarray of shape (d,)
     """
-    import math
-
-    from ._bounds import MIN_LEVEL, QUANTILE_RANGE, TARGET_LEVEL
+    from ._bounds import QUANTILE_RANGE, bounds_level, column_bounds
 
     n, d = X.shape
-    level = reachable_quantile_level(n, epsilon_q, TARGET_LEVEL)
-    if level < MIN_LEVEL:
-        # A public rule of n and epsilon_q: the warning costs no privacy.
-        warnings.warn(
-            f"{n} rows at epsilon={epsilon_q:.3g} per quantile only locate the "
-            f"({1 - level:.2f}, {level:.2f}) quantiles of each column: the "
-            "private bounds will clip much of the data. Pass public bounds.",
-            UserWarning,
-            stacklevel=4,
-        )
+    level = bounds_level(n, epsilon_q, stacklevel=5)
     counts = column_edge_counts_on_workers(
         X, QUANTILE_RANGE, transform=np.arcsinh, refuse_non_finite=True
     )
     if before_noise is not None:
         before_noise()
-    cell = (QUANTILE_RANGE[1] - QUANTILE_RANGE[0]) / 2048
     lower, upper = np.empty(d), np.empty(d)
     kw = dict(bounds=QUANTILE_RANGE, rng=rng)
     for j in range(d):
         lo = quantile_from_counts(counts[j], n, 1.0 - level, epsilon_q, **kw)
         hi = quantile_from_counts(counts[j], n, level, epsilon_q, **kw)
-        if hi - lo < cell:
-            mid = 0.5 * (lo + hi)
-            lo, hi = mid - 0.5 * cell, mid + 0.5 * cell
-        lower[j], upper[j] = math.sinh(lo), math.sinh(hi)
+        lower[j], upper[j] = column_bounds(lo, hi)
     return lower, upper

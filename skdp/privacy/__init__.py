@@ -67,12 +67,12 @@ from ._mechanisms import (
     gaussian_noise,
     noisy_histogram,
     noisy_histogram_event,
-    private_norm_bound,
     private_quantile,
     private_quantile_event,
     private_row_mean,
     reachable_quantile_level,
 )
+from ._norm_bound import private_norm_bound, private_norm_bound_event
 from ._selection import (
     rdp_curve,
     repeat_and_select_rdp,
@@ -120,6 +120,7 @@ __all__ = [
     "noisy_histogram",
     "noisy_histogram_event",
     "private_norm_bound",
+    "private_norm_bound_event",
     "private_quantile",
     "reachable_quantile_level",
     "private_quantile_event",

@@ -28,7 +28,6 @@ __all__ = [
     "private_row_mean",
     "private_quantile",
     "quantile_from_counts",
-    "private_norm_bound",
     "reachable_quantile_level",
     "noisy_histogram",
     "private_quantile_event",
@@ -446,59 +445,6 @@ def _quantile_intervals(values, quantile, epsilon, bounds, log_scale, n_cells=20
         edges,
         _quantile_log_weights(counts, x.size, quantile, epsilon, edges),
         log_scale,
-    )
-
-
-#: Defaults of :func:`private_norm_bound`: the quantile level wanted at large
-#: ``n epsilon`` and the public range of the bound.
-NORM_BOUND_QUANTILE = 0.95
-NORM_BOUND_RANGE = (1e-6, 1e6)
-
-
-def private_norm_bound(
-    values, epsilon, *, rng, quantile=NORM_BOUND_QUANTILE, bounds=NORM_BOUND_RANGE
-):
-    """Private upper bound on positive per-record values (row norms, ``|y|``).
-
-    The one private norm bound of the estimators that take a pure-DP
-    quantile: a high quantile of ``values`` by the exponential mechanism on
-    log-scale public cells (:func:`private_quantile`), at the level
-    ``quantile``, lowered by :func:`reachable_quantile_level` (a public
-    function of ``n`` and ``epsilon``) when ``n epsilon`` is too small to
-    reach it. Pure ``epsilon``-DP (:func:`private_quantile_event`).
-
-    Parameters
-    ----------
-    values : array-like of shape (n,)
-        One non-negative value per record.
-    epsilon : float
-        Pure DP budget, in (0, inf]; ``inf`` gives the exact quantile.
-    rng : numpy.random.Generator
-    quantile : float, default=0.95
-        Level wanted when ``n epsilon`` is large.
-    bounds : tuple (low, high), default=(1e-6, 1e6)
-        Public range of the bound.
-
-    Returns
-    -------
-    float
-
-    References
-    ----------
-    - McSherry and Talwar, "Mechanism design via differential privacy", FOCS 2007.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> norms = np.linalg.norm(np.random.default_rng(0).normal(size=(5000, 4)), axis=1)
-    >>> b = private_norm_bound(norms, 1.0, rng=np.random.default_rng(1))
-    >>> bool(2.5 < b < 4.0)
-    True
-    """
-    values = np.asarray(values, dtype=float)
-    level = reachable_quantile_level(values.shape[0], epsilon, quantile)
-    return private_quantile(
-        values, level, epsilon, bounds=bounds, rng=rng, log_scale=True
     )
 
 

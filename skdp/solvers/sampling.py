@@ -43,7 +43,13 @@ from ..privacy import (
     SelfComposedDpEvent,
 )
 
-__all__ = ["BatchSchedule", "FractionSampler", "SAMPLING_SCHEMES"]
+__all__ = [
+    "BatchSchedule",
+    "FractionSampler",
+    "SAMPLING_SCHEMES",
+    "fixed_size_batch",
+    "poisson_batch",
+]
 
 SAMPLING_SCHEMES = ("disjoint", "poisson", "without_replacement")
 
@@ -159,13 +165,10 @@ class BatchSchedule:
         elif self.sampling == "poisson":
             q = self.sampling_probability
             for _ in range(self.n_releases):
-                # A Binomial size then a uniform subset of that size is
-                # exactly Poisson sampling, and much cheaper for small q.
-                size = int(rng.binomial(n, q))
-                yield _uniform_subset(rng, n, size)
+                yield poisson_batch(rng, n, q)
         else:
             for _ in range(self.n_releases):
-                yield _uniform_subset(rng, n, b)
+                yield fixed_size_batch(rng, n, b)
 
 
 class FractionSampler:
@@ -177,9 +180,10 @@ class FractionSampler:
     of a fixed number of releases. Both run the schemes their accounting
     describes (Poisson: :class:`~skdp.privacy.PoissonSampledDpEvent`; fixed
     size without replacement:
-    :class:`~skdp.privacy.SampledWithoutReplacementDpEvent`); they draw a
-    Poisson batch differently (a mask here, a binomial size then a subset
-    there), so each keeps its random stream.
+    :class:`~skdp.privacy.SampledWithoutReplacementDpEvent`) and both draw a
+    batch with the same code, :func:`poisson_batch` (a binomial size, then a
+    uniform subset of that size) or :func:`fixed_size_batch`, from the
+    generator in the same order.
 
     Parameters
     ----------
@@ -225,8 +229,60 @@ class FractionSampler:
         if self.scheme is None:
             return slice(None)
         if self.scheme == "poisson":
-            return np.flatnonzero(self.rng.random(self.n) < self.q)
-        return self.rng.choice(self.n, size=self.size, replace=False)
+            return poisson_batch(self.rng, self.n, self.q)
+        return fixed_size_batch(self.rng, self.n, self.size)
+
+
+def poisson_batch(rng, n, q):
+    """Indices of a Poisson sample: each of ``n`` records with probability ``q``.
+
+    A binomial size, then a uniform subset of that size: exactly Poisson
+    sampling, and much cheaper than ``n`` coin flips for small ``q``. The one
+    Poisson draw of :class:`BatchSchedule` and :class:`FractionSampler`.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    n : int
+    q : float
+
+    Returns
+    -------
+    ndarray of int
+        Distinct indices, in random order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> poisson_batch(np.random.default_rng(0), 1000, 0.0).size
+    0
+    """
+    return _uniform_subset(rng, n, int(rng.binomial(n, q)))
+
+
+def fixed_size_batch(rng, n, size):
+    """Indices of a uniform sample of ``size`` of ``n`` records without replacement.
+
+    The one fixed-size draw of :class:`BatchSchedule` and
+    :class:`FractionSampler`.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    n, size : int
+
+    Returns
+    -------
+    ndarray of int
+        Distinct indices, in random order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sorted(fixed_size_batch(np.random.default_rng(0), 5, 5).tolist())
+    [0, 1, 2, 3, 4]
+    """
+    return _uniform_subset(rng, n, size)
 
 
 def _uniform_subset(rng, n, size):

@@ -25,7 +25,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...privacy import gaussian_noise
+from ...privacy._norm_bound import (
+    LOG2_RANGE,
+    RANGE_STEPS,
+    UNRELIABLE_SLACK,
+    bisect_noisy_counts,
+    norm_bound_from_counts,
+)
+from ...privacy._norm_bound import quantile_level as scale_level
 from .._distributed import as_float_records, bisection_counter, log2_records
 
 __all__ = [
@@ -56,14 +63,9 @@ __all__ = [
 ]
 
 
-#: Public range of the scale quantiles, in ``log2`` units (about 1e-9 to
-#: 1e9: features and targets in their natural units, not only standardized
-#: ones). Values outside are treated as the end points.
-LOG2_RANGE = (-30.0, 30.0)
-
-
-#: Bisection steps of a scale quantile over LOG2_RANGE (0.06 octave).
-RANGE_STEPS = 10
+# LOG2_RANGE (public range of the scale quantiles, in log2 units),
+# RANGE_STEPS (bisection steps over it) and UNRELIABLE_SLACK are those of the
+# one private norm bound, skdp.privacy._norm_bound.
 
 
 #: Width, in octaves, of the search range of a clip level below its ceiling.
@@ -241,17 +243,9 @@ def bisect_counts(values, quantile, z, rng, bounds, steps):
     >>> bisect_counts(np.arange(8.0), 0.5, 0.0, np.random.default_rng(0), (0, 8), 3)
     3.0
     """
-    target = float(quantile) * values.size
     lo, hi = (float(b) for b in bounds)
     count_le = bisection_counter(values, (lo, hi), steps)  # dask: one pass
-    for _ in range(int(steps)):
-        mid = 0.5 * (lo + hi)
-        count = count_le(mid) + gaussian_noise(rng, z)
-        if count >= target:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return bisect_noisy_counts(count_le, values.size, quantile, z, rng, (lo, hi), steps)
 
 
 def noisy_median(values, bound, z, rng, *, steps=RANGE_STEPS):
@@ -351,51 +345,15 @@ def clip_search_range(loss, row_bound, target_bound):
     return (high - SEARCH_OCTAVES, high)
 
 
-def scale_level(n, z, tail):
-    """Quantile level of a scale estimate that ``n`` records can support.
-
-    A count near the ``1 - t`` quantile has noise ``z``; the level is
-    ``1 - max(tail, 4 z / n)``, at least the median. The margin matters most
-    at the top of the range, where every record is counted: a count of ``n``
-    must not look below the target, or the bisection jumps up by many
-    octaves and wrecks the clip-search ranges set from this scale. With a
-    ``4 z`` margin that happens with probability ``Phi(-4) = 3e-5`` per
-    step (``2.3%`` with ``2 z``, ``0.13%`` with ``3 z``: both were seen in
-    benchmark runs).
-    Public: ``n``, ``z`` and ``tail`` are public. With ``z = 0`` and
-    ``tail = 0`` it is 1 (the maximum).
-
-    Parameters
-    ----------
-    n : int
-    z : float
-    tail : float
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> scale_level(100_000, 50.0, 0.01), scale_level(1000, 50.0, 0.01)
-    (0.99, 0.8)
-    """
-    return float(1.0 - min(0.5, max(float(tail), 4.0 * float(z) / max(n, 1))))
-
-
-#: When ``n`` cannot support the target tail, a lower quantile times this
-#: public factor stands in for the high quantile (so that Algorithm 4 never
-#: truncates a large fraction of the data and search ranges stay wide).
-UNRELIABLE_SLACK = 4.0
-
-
 def scale_quantile(values, tail, z, rng):
     """Private high quantile of positive per-record values, robust to small ``n``.
 
-    Returns the :func:`scale_level` quantile (``RANGE_STEPS`` counts of
-    multiplier ``z``), times :data:`UNRELIABLE_SLACK` when that level had to
-    be lowered below ``1 - tail``; with ``z = 0`` the exact
-    ``1 - tail`` quantile.
+    The one private norm bound
+    (:func:`skdp.privacy._norm_bound.norm_bound_from_counts`) at count noise
+    ``z``, on numpy or dask values: the :func:`scale_level` quantile
+    (``RANGE_STEPS`` counts of multiplier ``z``), times
+    ``UNRELIABLE_SLACK`` when that level had to be lowered below
+    ``1 - tail``; with ``z = 0`` the exact ``1 - tail`` quantile.
 
     Parameters
     ----------
@@ -415,11 +373,9 @@ def scale_quantile(values, tail, z, rng):
     >>> 1000 <= scale_quantile(v, 0.0, 0.0, np.random.default_rng(0)) <= 1045
     True
     """
-    n = as_float_records(values).size
-    target = 1.0 - float(tail)
-    level = target if z == 0 else scale_level(n, z, tail)
-    estimate = noisy_log_quantile(values, level, z, rng)
-    return estimate * (UNRELIABLE_SLACK if level < target else 1.0)
+    v = as_float_records(values)  # dask: stays on the workers
+    count_le = bisection_counter(log2_records(v), LOG2_RANGE, RANGE_STEPS)
+    return norm_bound_from_counts(count_le, v.size, tail, z, rng)
 
 
 def private_scales(row_norms, y, loss, z, rng, *, tail=SCALE_TAIL):

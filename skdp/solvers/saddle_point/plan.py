@@ -30,8 +30,9 @@ from ...privacy import (
     SelfComposedDpEvent,
     calibrate_gaussian,
     noisy_histogram_event,
-    private_quantile_event,
+    private_norm_bound_event,
 )
+from ...privacy._norm_bound import norm_bound_noise_multiplier
 from ..heavy_tailed.multinomial import MULTINOMIAL_CURVATURE
 from .dispatch import calibrate_schedule, saddle_point_schedule, schedule_event
 
@@ -537,28 +538,21 @@ class MinimaxPlan:
         return self.intercept_scaling > 0
 
 
-#: The exponential mechanism of :func:`~skdp.privacy.private_norm_bound`:
-#: its public cells and failure weight (the defaults of
-#: :func:`~skdp.privacy.reachable_quantile_level`).
-_NORM_QUANTILE_CELLS = 2048
-_NORM_QUANTILE_FAILURE = 0.01
+def norm_quantile_reachable(n_samples, mu):
+    """Whether the private feature-norm bound can reach even the median.
 
-
-def norm_quantile_reachable(n_samples, epsilon):
-    """Whether the private feature-norm quantile can reach even the median.
-
-    :func:`~skdp.privacy.reachable_quantile_level` needs ``(1 - q) n epsilon
-    / 2 >= log(cells / failure)``; when even ``q = 1/2`` fails (``n epsilon <
-    4 log(2048 / 0.01)``, about 49) the released bound can land orders of
-    magnitude off (measured on iris and wine at ``epsilon = 1``: 1.6e-5 to
-    8.7e4 for row norms of about 1). A public function of ``n`` and the
-    quantile's budget.
+    :func:`~skdp.privacy.private_norm_bound` bisects on counts with Gaussian
+    noise ``z`` (``sqrt(steps) / mu``, :func:`~skdp.privacy.private_norm_bound_event`); when
+    ``n < 8 z`` even the median can land orders of magnitude off (measured on
+    iris and wine at ``epsilon = 1``: 1.6e-5 to 8.7e4 for row norms of about
+    1, with the exponential mechanism that preceded the bisection). A public
+    function of ``n`` and the bound's GDP budget.
 
     Parameters
     ----------
     n_samples : int
-    epsilon : float
-        Pure-DP budget of the quantile.
+    mu : float
+        GDP budget of the bound.
 
     Returns
     -------
@@ -569,10 +563,9 @@ def norm_quantile_reachable(n_samples, epsilon):
     >>> norm_quantile_reachable(112, 0.17), norm_quantile_reachable(1347, 0.13)
     (False, True)
     """
-    if math.isinf(epsilon):
+    if math.isinf(mu):
         return True
-    need = 4.0 * math.log(_NORM_QUANTILE_CELLS / _NORM_QUANTILE_FAILURE)
-    return bool(n_samples * float(epsilon) >= need)
+    return bool(int(n_samples) >= 8.0 * norm_bound_noise_multiplier(mu))
 
 
 def plan_minimax(
@@ -602,10 +595,10 @@ def plan_minimax(
     """Plan a minimax group-fair fit from public inputs only.
 
     Each estimate takes its part of ``estimation_share`` of ``mu**2`` (GDP):
-    a Gaussian one (histogram of the groups, mean) is released at that GDP
-    parameter; the pure-DP norm quantile gets ``epsilon`` = its ``mu`` (the
-    same zCDP cost). The solver's noise is then calibrated exactly to what
-    is left. When ``n`` is too small for the norm quantile at its share
+    each (histogram of the groups, mean, the norm bound's noisy bisection)
+    is a Gaussian release at that GDP parameter. The solver's noise is then
+    calibrated exactly to what is left. When ``n`` is too small for the norm
+    bound at its share
     (:func:`norm_quantile_reachable`), it is not released: the plan uses the
     public ``default_feature_norm = sqrt(n_features)`` (rows of features
     scaled to ``[-1, 1]``) and spends nothing on it.
@@ -673,7 +666,7 @@ def plan_minimax(
     fixed = []
     for name in estimates:
         if name == "feature_norm":
-            fixed.append(private_quantile_event(mu_est))
+            fixed.append(private_norm_bound_event(mu_est))
         elif name == "group_priors":
             fixed.append(noisy_histogram_event(z_est))
         else:
