@@ -602,3 +602,57 @@ def test_auto_steps_reach_sklearn_without_noise_on_nearly_separable_data():
     assert np.mean(short.predict(X) == ref.predict(X)) < 0.9
     assert np.mean(clf.predict(X) == ref.predict(X)) >= 0.97
     assert clf.score(X, y) >= ref.score(X, y) - 0.02
+
+
+# -- overshoot guard --------------------------------------------------------------------
+def _cancer_softmax_runs(eps, seeds):
+    # breast_cancer through the softmax solver with K = 2: uncentred, all
+    # positive columns (scaled by their largest value for the test), so the
+    # first step overshoots along the mean row
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = X / X.max(axis=0)
+    Xtr, Xte, ytr, yte = train_test_split(
+        X, y, stratify=y, test_size=0.25, random_state=0
+    )
+    out = []
+    for seed in seeds:
+        clf = HeavyTailedLogisticRegression(
+            epsilon=eps, classes=[0, 1], random_state=seed
+        )
+        clf.classes_, clf.n_features_in_ = np.arange(2), X.shape[1]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = clf._fit_multinomial(Xtr, ytr.astype(np.int64), 2)
+        W = res.coef
+        acc = np.mean(np.argmax(Xte @ W[:-1] + W[-1], axis=1) == yte)
+        out.append((acc, res.clip_levels, res.plan.gd.checkpoints))
+    return out
+
+
+@pytest.mark.parametrize("eps", [2.0, 5.0])
+def test_uncentred_softmax_fit_does_not_collapse_to_one_class(eps):
+    # without the guard every run predicted the majority class (0.63): the
+    # clip level released after the overshoot fell 60-800x and clipped the
+    # other class's gradients to nothing
+    runs = _cancer_softmax_runs(eps, range(4))
+    majority = 0.63
+    assert all(c for _, _, c in runs)  # the clip search runs
+    assert np.mean([a for a, _, _ in runs]) > 0.85
+    assert min(a for a, _, _ in runs) > majority + 0.1
+
+
+def test_overshoot_guard_discards_a_collapsed_clip_release(monkeypatch):
+    from skdp.solvers.heavy_tailed import multinomial as mn
+
+    # the guard keeps every level within the public fraction of the previous
+    guarded = _cancer_softmax_runs(5.0, range(3))
+    for _, clips, _ in guarded:
+        assert np.all(clips[1:] >= mn.CLIP_COLLAPSE_FRACTION * clips[:-1])
+    # without it the same runs' releases collapse and the fits stop on one class
+    monkeypatch.setattr(mn, "CLIP_COLLAPSE_FRACTION", 0.0)
+    bare = _cancer_softmax_runs(5.0, range(3))
+    assert all(clips.min() < 0.1 * clips[0] for _, clips, _ in bare)
+    assert np.mean([a for a, _, _ in bare]) < 0.7
+    assert np.mean([a for a, _, _ in guarded]) > np.mean([a for a, _, _ in bare]) + 0.15

@@ -81,6 +81,7 @@ from .units import feature_scale, gaussian_norm_median
 
 __all__ = [
     "MULTINOMIAL_CURVATURE",
+    "CLIP_COLLAPSE_FRACTION",
     "NO_SEARCH_OCTAVES",
     "SCALE_FLOOR_FACTOR",
     "scale_floor_factor",
@@ -131,6 +132,16 @@ AUTO_STEPS = ((0.0, 30), (1e4, 100), (1e4, 300))
 #: bag-of-words fit (``n d K = 5e9``) keeps 30 steps and its time.
 AUTO_WORK = 3e9
 
+#: A clip level released at a checkpoint below this fraction of the level
+#: in use marks an overshoot and is discarded (:func:`multinomial_dp_gd`).
+#: Uncentred, all-positive rows (breast_cancer with K = 2 at ``epsilon = 2,
+#: 5``) made the large first step overshoot along the mean row: most rows
+#: fitted the majority class with tiny residuals, the released clip level fell
+#: 60 to 800x, the other class's gradients were clipped to nothing and the fit
+#: stayed on one class (accuracy 0.629). Keeping the previous level let the
+#: fit recover (0.904 / 0.910); cutting the step instead did not
+#: (benchmarks/results/multiclass_overshoot.md).
+CLIP_COLLAPSE_FRACTION = 0.25
 _GUARD_GROWTH = 1.5
 _GUARD_NOISE_FLOOR = 3.0
 _FALLBACK_OCTAVES = 8.0
@@ -539,9 +550,11 @@ def multinomial_dp_gd(
        ``S_t`` the clipped sum plus ``N(0, (2 C_t z)**2)`` per entry; ``C_t``
        is public (``clip``) or the private ``1 - p`` quantile of the
        per-sample gradient norms at the checkpoints, searched in the
-       ``SEARCH_OCTAVES`` below the Lipschitz ceiling ``sqrt(2) ||x||``. The
-       divergence guard and the averaging of the second half are
-       post-processing, as in the binary solver.
+       ``SEARCH_OCTAVES`` below the Lipschitz ceiling ``sqrt(2) ||x||``. A
+       released level below :data:`CLIP_COLLAPSE_FRACTION` of the level in
+       use marks an overshoot and is discarded (the level in use stays). This
+       overshoot guard, the divergence guard and the averaging of the second
+       half are post-processing, as in the binary solver.
 
     Parameters
     ----------
@@ -605,14 +618,14 @@ def multinomial_dp_gd(
     step_sizes = np.empty(T_steps)
     acc = np.zeros((d, K))
     n_avg, first_avg = 0, T_steps // 2
-    prev = best = None
+    prev = best = kept = None  # kept: the clip level in use
     for t in range(T_steps):
         if t in checkpoints:
             best = None
             _, gnorms = clipped_multinomial_gradient_sum(
                 X, labels, W, norms_t, math.inf
             )
-            C = min(
+            C_new = min(
                 ceiling,
                 noisy_log_quantile(
                     gnorms,
@@ -623,6 +636,11 @@ def multinomial_dp_gd(
                     steps=gd.bisection_steps,
                 ),
             )
+            # post-processing of public releases: a release that falls below
+            # a public fraction of the kept level marks an overshoot; it is
+            # discarded and the kept level stays
+            if kept is None or C_new >= CLIP_COLLAPSE_FRACTION * kept:
+                C = kept = C_new
         clipped, _ = clipped_multinomial_gradient_sum(X, labels, W, norms_t, C)
         std = noise_std(2.0 * C, gd.z_grad)
         noise = gaussian_noise(rng, std, d * K)
