@@ -257,6 +257,12 @@ SIGNAL_KAPPA = 1.25
 RELEASED_SIGNAL_FLOOR = 0.0
 #: Floor of the released curvature, in units of ``s**2``.
 CURVATURE_FLOOR = 1e-3
+#: Statistical variance of the clipped (M-)estimator instead of least
+#: squares' (``None``): ``"planned"`` multiplies it by the sandwich factor
+#: :func:`clipped_variance_factor` of the planned clipped fraction,
+#: ``"released"`` by ``m2(p) s**4 / h**2`` with the released curvature ``h``
+#: (probe switch, off).
+STAT_SANDWICH = None
 #: Floor of the plug-in rule's signal estimate, a fraction of ``||w||**2``.
 SIGNAL_FLOOR = 0.1
 #: Options of :func:`plugin_penalty` used by :func:`ridge_gd` (round 3):
@@ -755,7 +761,18 @@ def plugin_penalty(
                 v = max(v, iterate_noise(windows[-1][:, :d]))
             if statistical and len(window):
                 D = d + int(fit_intercept)
-                v += statistical_noise(float(np.median(window)), s, D, clip_fraction, n)
+                v_stat = statistical_noise(
+                    float(np.median(window)), s, D, clip_fraction, n
+                )
+                if STAT_SANDWICH == "planned":
+                    v_stat *= clipped_variance_factor(clip_fraction)
+                elif STAT_SANDWICH == "released":
+                    m2 = (
+                        clipped_variance_factor(clip_fraction)
+                        * (1.0 - clip_fraction) ** 2
+                    )
+                    v_stat *= m2 * (s * s / h) ** 2
+                v += v_stat
             ww = float(w @ w)
             kappa, floor = 1.0, float(signal_floor)
             if curvature is not None:
@@ -870,6 +887,35 @@ def gd_intercept_noise(clips, z_grad, n, s, curvature, step_size, m):
     var = averaged_iterate_noise(sigmas, eta * curvature, eta, m) * s * s
     out = math.sqrt(var) if np.isfinite(var) else math.inf
     return out
+
+
+def clipped_variance_factor(clip_fraction):
+    """Sandwich factor of a residual clipped at its ``1 - p/2`` Gaussian quantile.
+
+    ``E[psi(z)**2] / E[psi'(z)]**2`` for ``z ~ N(0, 1)`` and ``psi`` the
+    identity clipped at ``c = Phi^-1(1 - p / 2)``: ``((1 - p) - 2 c phi(c) +
+    c**2 p) / (1 - p)**2``, 1 at ``p = 0``. A public function of ``p``.
+
+    Parameters
+    ----------
+    clip_fraction : float
+        ``p``.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(clipped_variance_factor(0.0), 3), round(clipped_variance_factor(0.7), 2)
+    (1.0, 1.32)
+    """
+    p = float(clip_fraction)
+    if not 0 < p < 1:
+        return 1.0
+    c = float(norm.ppf(1.0 - p / 2.0))
+    m2 = (1.0 - p) - 2.0 * c * float(norm.pdf(c)) + c * c * p
+    return m2 / (1.0 - p) ** 2
 
 
 def statistical_noise(clip, s, n_columns, clip_fraction, n):
