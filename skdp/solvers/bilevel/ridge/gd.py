@@ -302,6 +302,9 @@ LARGE_N_AVERAGE_FROM = None
 #: ... and the default step is at least this (for features of unit scale;
 #: ``None``: the floor of ``practical_step_size``).
 LARGE_N_STEP_FLOOR = None
+#: ... and Algorithm 4's truncation drops at most this fraction of the rows
+#: (``None``: the default of ``make_known_lipschitz_plan``, 1%).
+LARGE_N_TRUNC = None
 
 
 def stage_lengths(n_steps, n_penalties):
@@ -567,6 +570,9 @@ def plan_ridge_gd(
         clip_target = replace(clip_target, max_fraction=high)
     loss = SquaredLoss()
     n_scales = known_lipschitz_scales(loss, math.inf, intercept=fit_intercept)
+    trunc = {}
+    if large and LARGE_N_TRUNC is not None:
+        trunc = dict(max_trunc_fraction=float(LARGE_N_TRUNC))
     fit = make_known_lipschitz_plan(
         mu_fit,
         n,
@@ -577,6 +583,7 @@ def plan_ridge_gd(
         bound_share=bound_share,
         target=clip_target,
         small_n_share=small_n_share,
+        **trunc,
     )
     if tuning == "risk_estimate":
         if n_steps < 2:
