@@ -18,7 +18,8 @@ and ``random_state``):
 - ``htlr_rule``: all three (HeavyTailedLinearRegression's rule);
 - ``trunc``: Algorithm 4 drops at most 0.3% of the rows (1% otherwise),
   HeavyTailedLinearRegression's ``_LARGE_N_TRUNC``; ``trunc+clip``: with
-  the clip floor;
+  the clip floor; ``heavy``: the clip floor only where the released
+  truncation level exceeds twice ``s sqrt(D)`` (``HEAVY_TAIL_CLIPPED``);
 - ``step+avg``: the rule without the clip floor; ``p<=c``: the clipped
   fraction capped at ``c`` (less clipping; 0.5, 0.4, 0.3), alone and with
   ``step+avg``.
@@ -72,7 +73,9 @@ for _cap in (0.5, 0.4, 0.3):
     }
 VARIANTS["trunc"] = {"LARGE_N_TRUNC": 0.003}
 VARIANTS["trunc+clip"] = {"LARGE_N_TRUNC": 0.003, "LARGE_N_CLIPPED": 0.4}
+VARIANTS["heavy"] = {"HEAVY_TAIL_CLIPPED": 0.4}
 SWITCHES = (
+    "HEAVY_TAIL_CLIPPED",
     "LARGE_N_TRUNC",
     "LARGE_N_STEP_FLOOR",
     "LARGE_N_AVERAGE_FROM",
