@@ -16,6 +16,10 @@ and ``random_state``):
 - ``step``: step floor 0.4; ``avg``: first stage averaged from 0.25 of its
   steps; ``clip``: at least 40% of the gradients clipped;
 - ``htlr_rule``: all three (HeavyTailedLinearRegression's rule);
+- ``trunc``: Algorithm 4 drops at most 0.3% of the rows (1% otherwise),
+  HeavyTailedLinearRegression's ``_LARGE_N_TRUNC``; ``trunc+clip``: with
+  the clip floor; ``heavy``: the clip floor only where the released
+  truncation level exceeds twice ``s sqrt(D)`` (``HEAVY_TAIL_CLIPPED``);
 - ``step+avg``: the rule without the clip floor; ``p<=c``: the clipped
   fraction capped at ``c`` (less clipping; 0.5, 0.4, 0.3), alone and with
   ``step+avg``.
@@ -67,7 +71,12 @@ for _cap in (0.5, 0.4, 0.3):
         "LARGE_N_AVERAGE_FROM": 0.25,
         "LARGE_N_MAX_CLIPPED": _cap,
     }
+VARIANTS["trunc"] = {"LARGE_N_TRUNC": 0.003}
+VARIANTS["trunc+clip"] = {"LARGE_N_TRUNC": 0.003, "LARGE_N_CLIPPED": 0.4}
+VARIANTS["heavy"] = {"HEAVY_TAIL_CLIPPED": 0.4}
 SWITCHES = (
+    "HEAVY_TAIL_CLIPPED",
+    "LARGE_N_TRUNC",
     "LARGE_N_STEP_FLOOR",
     "LARGE_N_AVERAGE_FROM",
     "LARGE_N_CLIPPED",

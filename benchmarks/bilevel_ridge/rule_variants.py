@@ -51,6 +51,8 @@ VARIANTS = {
     "g1.5+sclip5": dict(
         DEBIAS_RULE="garrote", DEBIAS_THRESHOLD=1.5, SIGNAL_RESIDUAL_CLIP=5.0
     ),
+    "sandwich": dict(STAT_SANDWICH="planned"),
+    "sandwich_h": dict(STAT_SANDWICH="released"),
     "g1+sclip6": dict(
         DEBIAS_RULE="garrote", DEBIAS_THRESHOLD=1.0, SIGNAL_RESIDUAL_CLIP=6.0
     ),

@@ -930,8 +930,10 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 else 0.0
             ),
             # from n >= 1e4 on, HeavyTailedLinearRegression's large-n rule
-            # (a public rule of n; its parts are all off: none measured
-            # better in every cell, see plan_ridge_gd's LARGE_N constants)
+            # (a public rule of n; its parts are off: none measured better
+            # in every cell, see plan_ridge_gd's LARGE_N constants), except
+            # its clip floor where the released rows are heavy-tailed
+            # (HEAVY_TAIL_CLIPPED)
             large_n_rule=True,
         )
         if plan.fit.default_scales and (

@@ -257,6 +257,7 @@ def known_lipschitz(
     scale_floor=None,
     average_from=0.5,
     step_growth=1.0,
+    gd_plan_rule=None,
 ):
     """Algorithm 4 (KnownLipReduction) followed by clipped DP-GD.
 
@@ -335,6 +336,12 @@ def known_lipschitz(
     step_growth : float, default=1.0
         Largest growth of the step before the averaged tail
         (:func:`clipped_dp_gd`; 1: constant step).
+    gd_plan_rule : callable, optional
+        ``f(gd_plan, truncation, feature_scale, step_size) -> (gd_plan,
+        step_size)``, called once the truncation level and the feature scale
+        are released, before the descent (post-processing of those
+        releases; it may change the clipped fraction, not the noise).
+        ``None``: ``plan.gd`` and ``step_size`` as given.
 
     Returns
     -------
@@ -438,11 +445,16 @@ def known_lipschitz(
             return reg
 
         stages = [(k, in_design(omega), n_avg) for k, omega, n_avg in penalties]
+    gd_plan = plan.gd
+    if gd_plan_rule is not None:
+        gd_plan, step_size = gd_plan_rule(
+            gd_plan, float(truncation), design.scale, step_size
+        )
     res = clipped_dp_gd(
         X,
         y,
         loss,
-        plan.gd,
+        gd_plan,
         rng,
         step_size=float(step_size) / design.curvature_scale,
         clip=clip,
