@@ -71,6 +71,10 @@ _BOUND_RANGE = (1e-6, 1e6)
 # and the bound, hence the noise, can blow up (measured on load_diabetes).
 _BOUND_MIN_N_EPSILON = 64.0
 _BOUND_MAX_SHARE = 0.5
+#: The small-n floor is capped at _BOUND_MAX_SHARE of mu**2 when it would
+#: take at least this share of mu**2 (the bounds' Gaussian counts would then
+#: leave nothing, or almost nothing, for the fit).
+_BOUND_FLOOR_CAP = 0.99
 #: gd solver without both public bounds, n too small for the default share of
 #: the scale quantiles: pay them from up to this share of the path's budget
 #: (as HeavyTailedLinearRegression; diabetes, delta=1e-6, epsilon=1: test MSE
@@ -631,7 +635,9 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         pure step gets ``epsilon_b = mu sqrt(share / k)``: its zCDP cost
         ``epsilon_b**2 / 2`` is that share of the GDP budget's ``mu**2 / 2``),
         raised to ``64 / n`` each when ``n`` is small (at most half of
-        ``epsilon`` in total): a public function of ``n`` and ``epsilon``.
+        ``epsilon`` in total; at most half of ``mu**2`` where that floor
+        would take 99% of it or more): a public function of ``n``,
+        ``epsilon`` and ``delta``.
         """
         missing = [b is None for b in (self.feature_norm, self.target_bound)]
         k = sum(missing)
@@ -643,6 +649,14 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         each = budget.share(self._estimation_share(), k).mu
         floor = min(_BOUND_MAX_SHARE * self.epsilon / k, _BOUND_MIN_N_EPSILON / n)
         each = max(each, floor)
+        if not budget.is_infinite and k * each**2 >= _BOUND_FLOOR_CAP * budget.mu**2:
+            # Each bound is ``each``-GDP (a Gaussian bisection, no longer a
+            # pure-DP quantile): at a small delta the floor, written in units
+            # of epsilon, can leave nothing for the fit (no noise would meet
+            # the target). It then takes half of mu**2 (public arithmetic);
+            # where it leaves room it is unchanged.
+            cap = budget.share(_BOUND_MAX_SHARE, k).mu
+            each = max(budget.share(self._estimation_share(), k).mu, cap)
         return tuple(each if m else 0.0 for m in missing)
 
     def _settings(self, n_train, feature_norm):
