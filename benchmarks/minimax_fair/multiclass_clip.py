@@ -23,7 +23,8 @@ Usage (PYTHONPATH at the repository root)::
     nice -n 10 python -m benchmarks.minimax_fair.multiclass_clip \\
         --datasets synthetic --syn-reps 5 --seeds-per-split 2
 
-Writes ``benchmarks/results/minimax_fair_multiclass_clip_<datasets>.md``.
+Writes ``benchmarks/results/minimax_fair_multiclass_clip_<datasets>[_stepcomp][_eps<eps>].md``
+(``_eps`` unless ``--eps 1``).
 """
 
 import argparse
@@ -237,6 +238,8 @@ def main():
     out = "\n".join(head + lines)
     print(out)
     tag = args.datasets.replace(",", "_") + ("_stepcomp" if args.step_comp else "")
+    if args.eps != "1":
+        tag += "_eps" + args.eps.replace(",", "_")
     (RESULTS / f"minimax_fair_multiclass_clip_{tag}.md").write_text(out + "\n")
 
 
