@@ -531,3 +531,55 @@ def test_huge_values_are_clipped_and_multiclass_predictions_stay_finite():
     assert np.all(np.isfinite(proba))
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     assert np.all(np.isfinite(clf.decision_function(Xt)))
+
+
+def test_default_norm_clip_rule_is_public_and_changes_no_event():
+    """Under the public default feature norm the noisy multinomial clip factor
+    is 0.7 times sqrt((d/3 + s^2) / (d + s^2)); a released or given bound,
+    the binary loss and epsilon = inf keep theirs; the privacy event (noise
+    relative to the sensitivity) is the same as without the rule."""
+    scale = plan_module.default_norm_clip_scale
+    assert scale(4, 1.0) == pytest.approx(math.sqrt((4 / 3 + 1) / 5))
+    assert scale(13, 1.0) == pytest.approx(math.sqrt((13 / 3 + 1) / 14))
+    assert scale(5, 0.0) == pytest.approx(1 / math.sqrt(3))
+    assert all(1 / math.sqrt(3) < scale(d, 1.0) < 1.0 for d in (1, 4, 64, 10**4))
+    small = plan_module.plan_minimax(1.0, 150**-1.1, 112, 4, 1, 3)
+    assert small.default_feature_norm == 2.0 and small.gda.noiseless_share == 0.0
+    assert small.gda.clip_factor == pytest.approx(0.7 * scale(4, 1.0))
+    no_icpt = plan_module.plan_minimax(1.0, 1e-6, 112, 4, 1, 3, fit_intercept=False)
+    assert no_icpt.gda.clip_factor == pytest.approx(0.7 / math.sqrt(3))
+    # the same plan without the rule: same event, same noise, clip 0.7
+    saved = plan_module.default_norm_clip_scale
+    plan_module.default_norm_clip_scale = lambda d, s: 1.0
+    try:
+        before = plan_module.plan_minimax(1.0, 150**-1.1, 112, 4, 1, 3)
+    finally:
+        plan_module.default_norm_clip_scale = saved
+    assert before.gda.clip_factor == 0.7
+    assert before.event == small.event
+    assert before.noise_multiplier == small.noise_multiplier
+    # released bound (large n), binary loss, given bound, epsilon = inf
+    large = plan_module.plan_minimax(1.0, 1e-6, 10**5, 4, 1, 3)
+    assert large.default_feature_norm is None and large.gda.clip_factor == 0.7
+    binary = plan_module.plan_minimax(1.0, 1e-6, 112, 4, 1, 2)
+    assert binary.default_feature_norm == 2.0 and binary.gda.clip_factor == 1.0
+    given = plan_module.plan_minimax(1.0, 1e-6, 112, 4, 1, 3, estimate_norm=False)
+    assert given.gda.clip_factor == 0.7
+    free = plan_module.plan_minimax(np.inf, 1e-6, 112, 4, 1, 3)
+    assert free.gda.clip_factor == math.sqrt(2.0)
+    # between the noisy and noiseless schedules the share u interpolates
+    mid = plan_module.gda_plan(200.0, 1e-6, [], 100, n_classes=3, clip_scale=0.5)
+    mid = mid.schedule
+    u = mid.noiseless_share
+    assert 0.1 < u < 0.9
+    assert mid.clip_factor == pytest.approx((1 - u) * 0.35 + u * math.sqrt(2.0))
+    # through the estimator: the clip actually used
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(112, 4))
+    y = rng.integers(0, 3, size=112)
+    with pytest.warns(UserWarning, match="default"):
+        clf = MinimaxFairClassifier(epsilon=1.0, classes=range(3), random_state=0)
+        clf.fit(X, y)
+    bound = math.sqrt(clf.feature_norm_**2 + 1.0)
+    assert clf.feature_norm_ == 2.0
+    assert clf.constants_["clip"] == pytest.approx(0.7 * scale(4, 1.0) * bound)

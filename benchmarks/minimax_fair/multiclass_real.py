@@ -14,9 +14,9 @@ feature-norm bound is estimated privately, as ``HeavyTailedLogisticRegression``
 estimates its scales in that benchmark. Per run (split, seed), in one process:
 
 - ``MinimaxFairClassifier`` (default schedule) with ``random_state = seed``;
-- the same fit under the previous defaults (``previous``: Nesterov momentum
-  0.9 and radius 5 at every noise level, the feature-norm quantile released
-  at every ``n``), paired;
+- the same fit under the previous defaults (``previous``: round 1's, the
+  clip factor 0.7 row bounds also under the public default feature norm),
+  paired;
 - multinomial full-batch DP-GD (``dp_gd_multinomial`` of the heavy-tailed
   benchmark: per-record Frobenius clip C in {0.1, 1, 10}, step in {0.3, 1,
   3}, 100 steps, exact GDP noise) with ``default_rng(seed)``: the same
@@ -68,24 +68,15 @@ LRS = (0.3, 1.0, 3.0)
 
 @contextlib.contextmanager
 def previous_schedule():
-    """The defaults before this round's rules: momentum 0.9 and radius 5 at
-    every ``r``, and the norm quantile released at every ``n``."""
-    saved = (
-        plan_module.multinomial_momentum,
-        plan_module.multinomial_radius,
-        plan_module.norm_quantile_reachable,
-    )
-    plan_module.multinomial_momentum = lambda r: plan_module._GDA_MOMENTUM
-    plan_module.multinomial_radius = lambda r: plan_module._GDA_DEFAULT_RADIUS
-    plan_module.norm_quantile_reachable = lambda n, eps: True
+    """The defaults of round 1 (issue 17): the noisy multinomial clip factor
+    0.7 row bounds also under the public default feature norm (no
+    :func:`~skdp.solvers.saddle_point.plan.default_norm_clip_scale`)."""
+    saved = plan_module.default_norm_clip_scale
+    plan_module.default_norm_clip_scale = lambda d, s: 1.0
     try:
         yield
     finally:
-        (
-            plan_module.multinomial_momentum,
-            plan_module.multinomial_radius,
-            plan_module.norm_quantile_reachable,
-        ) = saved
+        plan_module.default_norm_clip_scale = saved
 
 
 def fit_minimax(Xtr, ytr, Xte, yte, K, eps, seed):
@@ -108,6 +99,9 @@ def run(Xtr, ytr, Xte, yte, K, epsilons, seed, nonprivate):
         row["minimax_cpu"] = time.process_time() - t0
         row["momentum"] = clf.constants_["momentum"]
         row["radius"] = clf.constants_["radius"]
+        row["clip_factor"] = clf.constants_["clip"] / math.sqrt(
+            clf.feature_norm_**2 + 1.0
+        )
         row["feature_norm"] = clf.feature_norm_
         with previous_schedule():
             row["previous"], _ = fit_minimax(Xtr, ytr, Xte, yte, K, eps, seed)
@@ -164,6 +158,7 @@ def summarise(runs, epsilons):
             "diff_nonprivate_se": se(mm - nonpriv),
             "momentum": float(np.median([r["momentum"] for r in rows])),
             "radius": float(np.median([r["radius"] for r in rows])),
+            "clip_factor": float(np.median([r["clip_factor"] for r in rows])),
             "feature_norm_median": float(np.median([r["feature_norm"] for r in rows])),
             "feature_norm_range": [
                 float(np.min([r["feature_norm"] for r in rows])),
@@ -180,9 +175,9 @@ def table(name, summary):
         "",
         "| eps | runs | MinimaxFair | previous | MF - previous | best DP-GD "
         "(C, step) | MF - best DP-GD | worst fixed-clip DP-GD | MF min | "
-        "non-private | MF - non-private | momentum | radius | "
+        "non-private | MF - non-private | momentum | radius | clip | "
         "feature_norm_ median [min, max] |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for eps, r in summary.items():
         lo, hi = r["feature_norm_range"]
@@ -193,6 +188,7 @@ def table(name, summary):
             f"{r['worst_clip_gd']:.4f} | {r['minimax_min']:.4f} | "
             f"{r['nonprivate']:.4f} | {r['diff_nonprivate']:+.4f} ± "
             f"{r['diff_nonprivate_se']:.4f} | {r['momentum']:.2f} | {r['radius']:.3g} | "
+            f"{r['clip_factor']:.3g} | "
             f"{r['feature_norm_median']:.3g} [{lo:.3g}, {hi:.3g}] |"
         )
     return lines + [""]
@@ -269,9 +265,10 @@ def main():
         "sqrt(d) below the quantile's reach). DP-GD: 100 full-batch steps, "
         "exact GDP noise, C in {0.1, 1, 10} x step in {0.3, 1, 3}, the same "
         "splits and seeds; best (C, step) chosen in hindsight on the mean. "
-        "'previous': the defaults before this round's rules (momentum 0.9 and "
-        "radius 5 at every noise level, norm quantile released at every n), "
-        "same seeds. Mean test accuracy; '±' is "
+        "'previous': round 1's defaults (clip factor 0.7 row bounds also "
+        "under the public default feature norm; before round 2's "
+        "default_norm_clip_scale), same seeds. 'clip': the clip factor used. "
+        "Mean test accuracy; '±' is "
         "the standard error of the paired differences. 'momentum': median of "
         "the rule's value; radius: the default radius used; `feature_norm_`: the "
         "released (or public default) bound.",

@@ -40,8 +40,9 @@ class MinimaxFairClassifier(
     multinomial (softmax) loss, the coefficients form a ``(n_features + 1)
     x n_classes`` matrix in a Frobenius ball of ``radius``, and each record's
     whole gradient matrix is clipped at once (``solver="gda"`` only; at 0.7
-    row bounds when noisy, a public rule of the noise multiplier, see the
-    user guide).
+    row bounds when noisy, a public rule of the noise multiplier, and 0.7
+    typical rows ``sqrt(d / 3 + 1)`` under the public default feature norm
+    ``sqrt(d)``; see the user guide).
 
     Privacy: ``(epsilon, delta)``-DP for replacing one record (features,
     label and group together), ``n`` public. The released outputs are the

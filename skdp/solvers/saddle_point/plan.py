@@ -41,6 +41,7 @@ __all__ = [
     "MinimaxPlan",
     "gda_plan",
     "gda_schedule",
+    "default_norm_clip_scale",
     "multinomial_momentum",
     "multinomial_noise_ratio",
     "multinomial_radius",
@@ -107,6 +108,15 @@ _GDA_MOMENTUM_RATIO = (0.05, 0.3)
 # benchmarks/results/minimax_fair_multiclass_real.md).
 _GDA_DEFAULT_RADIUS = 5.0
 _GDA_RADIUS_GROWTH = 4.0
+# Clip under the public default feature norm (issue 17, round 2;
+# benchmarks/results/minimax_fair_multiclass_clip_*.md): the default
+# sqrt(d) is the largest norm of a row in [-1, 1]^d, while a row of d
+# independent features uniform on [-1, 1] has norm about sqrt(d / 3). The
+# noisy multinomial clip factor (0.7 row bounds) is then taken in units of
+# that typical augmented row, sqrt(d / 3 + s^2), instead of the bound
+# sqrt(d + s^2) (:func:`default_norm_clip_scale`): 0.48 bounds on iris,
+# 0.43 on wine. A released bound (a 0.95-quantile) keeps 0.7.
+_GDA_DEFAULT_NORM_SPREAD = 3.0
 
 
 def gda_schedule(noise_multiplier, multinomial=False):
@@ -358,6 +368,33 @@ def _noise_share(noise_ratio):
     return math.log(r / lo) / math.log(hi / lo)
 
 
+def default_norm_clip_scale(n_features, intercept_scaling):
+    """Clip scale of the multinomial fit under the public default norm.
+
+    ``sqrt((d / 3 + s^2) / (d + s^2))``: the norm of a typical augmented row
+    with features uniform on ``[-1, 1]`` over the public default bound
+    ``sqrt(d + s^2)`` (``s``: the intercept column's value, ``0`` without
+    intercept). A public function of the dimensions.
+
+    Parameters
+    ----------
+    n_features : int
+    intercept_scaling : float
+        ``0`` without an intercept column.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(default_norm_clip_scale(4, 1.0), 3), default_norm_clip_scale(3, 0.0)
+    (0.683, 0.5773502691896257)
+    """
+    d, s2 = float(n_features), float(intercept_scaling) ** 2
+    return math.sqrt((d / _GDA_DEFAULT_NORM_SPREAD + s2) / (d + s2))
+
+
 def multinomial_radius(noise_ratio):
     """Default radius of the multinomial ``"gda"`` fit (``radius=None``).
 
@@ -396,6 +433,7 @@ def gda_plan(
     dual_step=None,
     n_samples=None,
     n_params=None,
+    clip_scale=1.0,
 ):
     """Public plan of ``solver="gda"`` next to the ``fixed`` estimation events.
 
@@ -422,6 +460,11 @@ def gda_plan(
         intercept column). With more than two classes and both given, the
         momentum follows :func:`multinomial_momentum`; otherwise it is
         ``_GDA_MOMENTUM``.
+    clip_scale : float, default=1.0
+        Multiplier of the noisy multinomial clip factor (the noiseless one,
+        ``sqrt(2)``, is kept; in between the share ``u`` of
+        :func:`gda_schedule` interpolates). :func:`plan_minimax` passes
+        :func:`default_norm_clip_scale` under the public default norm.
 
     Returns
     -------
@@ -452,6 +495,12 @@ def gda_plan(
         momentum = multinomial_momentum(ratio)
         default_radius = multinomial_radius(ratio)
     radius = default_radius if radius is None else radius
+    clip_factor = rule.get("clip_factor", 1.0)
+    if n_classes > 2 and clip_scale != 1.0:
+        u = rule["noiseless_share"]
+        clip_factor = (1.0 - u) * _GDA_MULTINOMIAL[
+            "clip_factor"
+        ] * clip_scale + u * _GDA_NOISELESS_MULTINOMIAL["clip_factor"]
     schedule = GDASchedule(
         n_steps=n_steps,
         noise_multiplier=z,
@@ -459,7 +508,7 @@ def gda_plan(
         radius=float(radius),
         step_scale=float(step_scale),
         step_factor=rule["step_factor"],
-        clip_factor=rule.get("clip_factor", 1.0),
+        clip_factor=float(clip_factor),
         dual_step=float(rule["dual_step"] if dual_step is None else dual_step),
         dual_warmup=rule["dual_warmup"],
         average_from=_GDA_AVERAGE_FROM,
@@ -601,7 +650,8 @@ def plan_minimax(
     bound at its share
     (:func:`norm_quantile_reachable`), it is not released: the plan uses the
     public ``default_feature_norm = sqrt(n_features)`` (rows of features
-    scaled to ``[-1, 1]``) and spends nothing on it.
+    scaled to ``[-1, 1]``), spends nothing on it, and scales the noisy
+    multinomial clip factor by :func:`default_norm_clip_scale`.
 
     Parameters
     ----------
@@ -697,6 +747,13 @@ def plan_minimax(
             dual_step=dual_step,
             n_samples=n_samples,
             n_params=int(n_features) + int(bool(fit_intercept)),
+            clip_scale=(
+                1.0
+                if default_norm is None
+                else default_norm_clip_scale(
+                    n_features, float(intercept_scaling) if fit_intercept else 0.0
+                )
+            ),
         )
         common["radius"] = plan.schedule.radius
         return MinimaxPlan(
