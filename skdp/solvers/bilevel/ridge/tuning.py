@@ -59,6 +59,7 @@ from ....privacy import (
     ParallelDpEvent,
     SelfComposedDpEvent,
     gaussian_noise,
+    private_row_mean,
 )
 from ....utils import clip_rows, clip_targets
 from ..hypergradient import (
@@ -923,15 +924,19 @@ def final_penalty_factor(plan, final_variance):
 
 
 def _centering(Xt, yt, plan, rng):
-    """Private training means (clipped to the public bounds) and centring."""
+    """Private training means of the rows and targets (clipped to the unit ball).
+
+    One :func:`~skdp.privacy.private_row_mean` of the records ``[x, y]``
+    (``||x|| <= 1``, ``|y| <= 1``, so norm at most ``sqrt(2)``: the
+    ``sqrt((2A)**2 + (2B)**2)`` sensitivity of the planned release).
+    """
     if not plan.settings.fit_intercept:
         return np.zeros(Xt.shape[1]), 0.0
-    n = Xt.shape[0]
-    std = plan.stds.centering
-    mean_x = (Xt.sum(axis=0) + gaussian_noise(rng, std, Xt.shape[1])) / n
-    mean_y = (yt.sum() + gaussian_noise(rng, std)) / n
-    mean_x = clip_rows(mean_x[None, :], 1.0)[0]
-    return mean_x, float(np.clip(mean_y, -1.0, 1.0))
+    bound = math.sqrt(2.0)
+    z = plan.stds.centering / (2.0 * bound)
+    mean = private_row_mean(np.column_stack([Xt, yt]), bound, z, rng=rng)
+    mean_x = clip_rows(mean[None, :-1], 1.0)[0]
+    return mean_x, float(np.clip(mean[-1], -1.0, 1.0))
 
 
 def _fit_output(Xt, yt, Xv, yv, plan, rng):
