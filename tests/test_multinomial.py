@@ -656,3 +656,57 @@ def test_overshoot_guard_discards_a_collapsed_clip_release(monkeypatch):
     assert all(clips.min() < 0.1 * clips[0] for _, clips, _ in bare)
     assert np.mean([a for a, _, _ in bare]) < 0.7
     assert np.mean([a for a, _, _ in guarded]) > np.mean([a for a, _, _ in bare]) + 0.15
+
+
+# -- small n: no scale or clip releases, the whole budget on the steps ----------------
+@pytest.mark.parametrize("n, d, eps", [(133, 13, 1.0), (112, 4, 0.5), (133, 13, 2.0)])
+def test_small_n_plan_is_the_plan_without_releases(monkeypatch, n, d, eps):
+    # wine / iris sizes: the scale counts' noise is beyond their reach (public
+    # n and z), so the plan uses the public default scales and spends the
+    # whole budget on the gradient steps: its event is the event of a plan
+    # with no releases at the same total budget
+    from skdp.losses import LogisticLoss
+    from skdp.solvers.heavy_tailed import multinomial as mn
+    from skdp.solvers.heavy_tailed.bounds import UNRELIABLE_SLACK, default_scales
+    from skdp.solvers.heavy_tailed.gd import make_full_batch_plan
+
+    K, delta = 3, 1e-6
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, size=(n, d))
+    y = np.arange(n) % K
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+
+    def no_draw(*args, **kwargs):
+        raise AssertionError("a private count was drawn in the small-n branch")
+
+    for name in ("noisy_log_quantile", "scale_quantile", "feature_scale"):
+        monkeypatch.setattr(mn, name, no_draw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = HeavyTailedLogisticRegression(
+            epsilon=eps, delta=delta, classes=range(K), accountant=acc, random_state=0
+        ).fit(X, y)
+    (event,) = [e for _, e in acc.ledger]
+    mu = gdp_mu(eps, delta)
+    bare = make_full_batch_plan(mu, n, (d + 1) * K, clf.n_iter_, adaptive_clip=False)
+    assert not bare.checkpoints
+    assert event == ComposedDpEvent([bare.event])
+    assert gdp_mu_of(event) == pytest.approx(mu, rel=1e-6)
+    # certified epsilon <= target on the closed-form GDP curve
+    assert gdp_delta(gdp_mu_of(event), eps) <= delta * (1 + 1e-6)
+    # the public default scales, no release
+    assert clf.feature_scale_ == 1.0
+    B, _ = default_scales(d, LogisticLoss())
+    assert clf.truncation_threshold_ == pytest.approx(B * UNRELIABLE_SLACK)
+
+
+def test_scale_releases_resume_above_their_reach():
+    # digits size: the same public rule keeps the releases (and their budget)
+    mu = gdp_mu(1.0, 1347**-1.1)
+    kw = dict(n_scales=1, feature_scale=True, search_at_cap=False)
+    big = make_known_lipschitz_plan(mu, 1347, 650, 30, **kw)
+    small = make_known_lipschitz_plan(mu, 133, 42, 30, **kw)
+    assert not big.default_scales and big.n_scales == 2
+    assert small.default_scales and small.n_scales == 0
+    assert small.gd.z_grad == pytest.approx(np.sqrt(30) / mu)
+    assert gdp_mu_of(big.event) == pytest.approx(mu)
