@@ -137,6 +137,59 @@ def test_curvature_release_is_planned_at_n_1e3_epsilon_1():
     assert not small.measure_curvature
 
 
+def test_curvature_switch_reads_the_noise_at_curvature_mu():
+    # issue 21, round 8: at the estimator's default delta (n**-1.1) the
+    # planned ratio at n = 1e3, d = 20, epsilon = 1 is below the switch, and
+    # the low-SNR median was 2.44 against 2.0 for the zero model
+    n, d = 1000, 20
+    mu = gdp_mu(1.0, n**-1.1)
+    ref = gdp_mu(1.0, 1e-6)
+    plain = rgd.plan_ridge_gd(mu, n, d, tuning="risk_estimate")
+    assert rgd.gradient_noise_ratio(plain.fit.gd.z_grad, n, d + 1) < (
+        rgd.CURVATURE_RATIO
+    )
+    kw = dict(tuning="risk_estimate", curvature_share="auto")
+    assert not rgd.plan_ridge_gd(mu, n, d, **kw).measure_curvature
+    plan = rgd.plan_ridge_gd(mu, n, d, **kw, curvature_mu=ref)
+    assert plan.measure_curvature
+    # the release is paid from mu, not from the reference budget
+    assert gdp_mu_of(plan.event) == pytest.approx(mu, rel=1e-6)
+    rest = mu**2 * (1.0 - rgd.INTERCEPT_SHARE)
+    assert 1.0 / plan.z_curvature**2 == pytest.approx(
+        rgd.CURVATURE_SHARE * rest, rel=1e-6
+    )
+    # the default (curvature_mu=mu) is the former switch
+    same = rgd.plan_ridge_gd(mu, n, d, **kw, curvature_mu=mu)
+    assert not same.measure_curvature
+    # a reference with less noise than the switch keeps it off
+    big = rgd.plan_ridge_gd(mu, n, d, **kw, curvature_mu=10 * mu)
+    assert not big.measure_curvature
+
+
+def test_estimator_plans_the_curvature_release_at_its_default_delta(monkeypatch):
+    plans = []
+    real = bilevel_module.plan_ridge_gd
+
+    def spy(*args, **kwargs):
+        plans.append(real(*args, **kwargs))
+        return plans[-1]
+
+    monkeypatch.setattr(bilevel_module, "plan_ridge_gd", spy)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1000, 20))
+    y = rng.normal(size=1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kw = dict(epsilon=1.0, feature_norm=7.0, target_bound=5.0, random_state=0)
+        m = BilevelRidge(**kw).fit(X, y)
+        monkeypatch.setattr(bilevel_module, "_CURVATURE_REFERENCE_DELTA", None)
+        BilevelRidge(**kw).fit(X, y)
+    assert m.delta_ > 1e-6
+    assert [p.measure_curvature for p in plans] == [True, False]
+    eps, delta = m.privacy_spent_
+    assert eps <= 1.0 + 1e-9 and delta <= m.delta_ * (1 + 1e-9)
+
+
 class _NoiseRecorder:
     def __init__(self, monkeypatch, modules):
         self.calls = []

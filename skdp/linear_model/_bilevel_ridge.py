@@ -83,6 +83,10 @@ _SMALL_N_SHARE = 0.5
 #: Plan the gd solver's curvature release (where its public rule asks for
 #: it) without a public ``feature_norm`` too (benchmark switch).
 _CURVATURE_WITHOUT_BOUNDS = False
+#: Largest delta at which the gd solver's curvature switch reads the planned
+#: gradient noise (with ``n**-2``; the delta its threshold was measured at;
+#: ``None``: the requested delta, as before issue 21's round 8).
+_CURVATURE_REFERENCE_DELTA = 1e-6
 
 
 #: Deprecated inner solvers and the measured reason (a public parameter: the
@@ -909,6 +913,15 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         """
         n, d = X.shape
         mu = Budget.from_target(self.epsilon, delta).mu
+        # the curvature switch reads the planned gradient noise at the delta
+        # it was measured at, min(1e-6, n**-2), or a smaller requested one
+        # (a public rule of n and the budget): a larger delta lowers the
+        # planned noise but not the plug-in rule's need for the release
+        # (issue 21: low SNR, n = 1e3, epsilon = 1, default delta)
+        curvature_mu = None
+        if _CURVATURE_REFERENCE_DELTA is not None:
+            ref_delta = min(delta, _CURVATURE_REFERENCE_DELTA, float(n) ** -2)
+            curvature_mu = Budget.from_target(self.epsilon, ref_delta).mu
         plan = plan_ridge_gd(
             mu,
             n,
@@ -949,6 +962,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             # its clip floor where the released rows are heavy-tailed
             # (HEAVY_TAIL_CLIPPED)
             large_n_rule=True,
+            curvature_mu=curvature_mu,
         )
         if plan.fit.default_scales and (
             self.feature_norm is None or self.target_bound is None

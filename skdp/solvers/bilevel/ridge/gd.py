@@ -454,6 +454,7 @@ def plan_ridge_gd(
     constant_share=0.0,
     curvature_share=0.0,
     large_n_rule=False,
+    curvature_mu=None,
 ):
     """Split a GDP budget ``mu`` between the path and its selection.
 
@@ -506,6 +507,15 @@ def plan_ridge_gd(
         :data:`LARGE_N_AVERAGE_FROM` with
         ``tuning="risk_estimate"``, :data:`LARGE_N_STEP_FLOOR`); a public
         rule of ``n``.
+    curvature_mu : float, optional
+        GDP budget at which ``curvature_share="auto"`` reads
+        :func:`gradient_noise_ratio` (default ``mu``): the release is planned
+        where the ratio of the plan at ``curvature_mu`` exceeds
+        :data:`CURVATURE_RATIO` (a public rule of its arguments). A caller
+        passes the budget of a reference ``delta`` so that the switch does
+        not turn off because a larger ``delta`` lowers the planned noise
+        (issue 21: at n = 1e3, epsilon = 1 the default ``delta`` took the
+        ratio from 0.42 to 0.27).
 
     Returns
     -------
@@ -535,7 +545,12 @@ def plan_ridge_gd(
         if curvature_share != "auto":
             raise ValueError(f"curvature_share={curvature_share!r} is not supported.")
         plain = plan_ridge_gd(*args, **kwargs, constant_share=constant_share)
-        ratio = gradient_noise_ratio(plain.fit.gd.z_grad, n, d + int(fit_intercept))
+        ref = plain
+        if curvature_mu is not None and curvature_mu != mu:
+            ref = plan_ridge_gd(
+                curvature_mu, n, d, **kwargs, constant_share=constant_share
+            )
+        ratio = gradient_noise_ratio(ref.fit.gd.z_grad, n, d + int(fit_intercept))
         if tuning != "risk_estimate" or not ratio > CURVATURE_RATIO:
             return plain
         curvature_share = CURVATURE_SHARE
