@@ -19,11 +19,11 @@ import warnings
 
 import numpy as np
 
-import skdp.linear_model._bilevel_ridge as E
 from benchmarks._common import RESULTS
 from benchmarks._common.baselines import benchmark_delta
 from benchmarks.bilevel_ridge.vs_baselines import tasks
 from skdp import BilevelRidge
+from skdp._testing.internals import bilevel_ridge_estimator_module as E
 
 CELLS = (
     "low SNR, n=1e+03",

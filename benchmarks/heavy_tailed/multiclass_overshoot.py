@@ -21,8 +21,8 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from benchmarks.heavy_tailed.multiclass import acc_of, heldout_splits, real_data
+from skdp._testing.internals import heavy_tailed_multinomial_module as mn
 from skdp.linear_model import HeavyTailedLogisticRegression
-from skdp.solvers.heavy_tailed import multinomial as mn
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 CANCER = "breast_cancer (K=2)"
