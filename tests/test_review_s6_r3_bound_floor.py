@@ -56,7 +56,9 @@ def test_floor_unchanged_where_it_leaves_room():
     # default delta: the floor (64 / n, at most epsilon / 2k) is kept as is
     model = BilevelRidge(inner_solver=SS, epsilon=1.0)
     assert model._bound_epsilons(250) == pytest.approx((0.25, 0.25))
-    assert BilevelRidge(
-        inner_solver=SS, epsilon=1.0, target_bound=1.0
-    )._bound_epsilons(500) == (pytest.approx(64 / 500), 0.0)
-    assert math.isinf(BilevelRidge(inner_solver=SS, epsilon=np.inf)._bound_epsilons(50)[0])
+    assert BilevelRidge(inner_solver=SS, epsilon=1.0, target_bound=1.0)._bound_epsilons(
+        500
+    ) == (pytest.approx(64 / 500), 0.0)
+    assert math.isinf(
+        BilevelRidge(inner_solver=SS, epsilon=np.inf)._bound_epsilons(50)[0]
+    )
