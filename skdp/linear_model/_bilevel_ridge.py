@@ -650,9 +650,9 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         if delta is None:
             delta = resolve_delta(self.delta, n, self.epsilon)
         budget = Budget.from_target(self.epsilon, delta, margin=False)
-        each = budget.share(self._estimation_share(), k).mu
+        share_mu = budget.share(self._estimation_share(), k).mu
         floor = min(_BOUND_MAX_SHARE * self.epsilon / k, _BOUND_MIN_N_EPSILON / n)
-        each = max(each, floor)
+        each = max(share_mu, floor)
         if not budget.is_infinite and k * each**2 >= _BOUND_FLOOR_CAP * budget.mu**2:
             # Each bound is ``each``-GDP (a Gaussian bisection, no longer a
             # pure-DP quantile): at a small delta the floor, written in units
@@ -660,7 +660,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             # the target). It then takes half of mu**2 (public arithmetic);
             # where it leaves room it is unchanged.
             cap = budget.share(_BOUND_MAX_SHARE, k).mu
-            each = max(budget.share(self._estimation_share(), k).mu, cap)
+            each = max(share_mu, cap)
         return tuple(each if m else 0.0 for m in missing)
 
     def _settings(self, n_train, feature_norm):

@@ -1644,22 +1644,12 @@ def ridge_gd(
             CONSTANT_MARGIN,
         )
     if plan.debias:
-        Q = residual_clip(
-            float(res.clip_levels[-1]),
-            s,
-            w.size,
-            run["p"],
-        )
         no_signal = plan.measure_curvature and chosen[0] >= MAX_PENALTY
         as_constant = constant or (NO_SIGNAL_AS_CONSTANT and no_signal)
+        kappa = RESIDUAL_CLIP
         if not as_constant and SIGNAL_RESIDUAL_CLIP is not None:
-            Q = residual_clip(
-                float(res.clip_levels[-1]),
-                s,
-                w.size,
-                run["p"],
-                kappa=SIGNAL_RESIDUAL_CLIP,
-            )
+            kappa = SIGNAL_RESIDUAL_CLIP
+        Q = residual_clip(float(res.clip_levels[-1]), s, w.size, run["p"], kappa=kappa)
         target = res.target_scale
         if as_constant and not constant and target is not None:
             Q = min(Q, no_signal_residual_clip(w, float(target), s, row_bound))
