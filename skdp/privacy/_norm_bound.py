@@ -32,6 +32,7 @@ __all__ = [
     "RANGE_STEPS",
     "NORM_BOUND_QUANTILE",
     "UNRELIABLE_SLACK",
+    "median_out_of_reach",
     "bisect_noisy_counts",
     "quantile_level",
     "norm_bound_noise_multiplier",
@@ -55,6 +56,30 @@ NORM_BOUND_QUANTILE = 0.95
 #: public factor stands in for the high quantile (so that a bound never
 #: clips a large fraction of the data).
 UNRELIABLE_SLACK = 4.0
+
+
+def median_out_of_reach(n, z):
+    """Whether ``n`` records at count noise ``z`` are too few for a bound.
+
+    ``8 z > n``: even the median can then land orders of magnitude off. A
+    public function of ``n`` and ``z`` (the warning of
+    :func:`norm_bound_from_counts`, and the reach of a planned bound).
+
+    Parameters
+    ----------
+    n : int
+    z : float
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> median_out_of_reach(100, 20.0), median_out_of_reach(1000, 20.0)
+    (True, False)
+    """
+    return bool(z > 0 and 8.0 * float(z) > max(int(n), 1))
 
 
 def bisect_noisy_counts(count_le, n, quantile, z, rng, bounds, steps):
@@ -251,7 +276,7 @@ def norm_bound_from_counts(
     >>> 1000 <= b <= 1045
     True
     """
-    if warn and z > 0 and 8.0 * z > max(n, 1):
+    if warn and median_out_of_reach(n, z):
         warnings.warn(
             f"{max(n, 1)} rows at count noise {float(z):.3g} are too few to "
             "estimate a bound privately: even the median can land orders of "

@@ -32,7 +32,7 @@ from ...privacy import (
     noisy_histogram_event,
     private_norm_bound_event,
 )
-from ...privacy._norm_bound import norm_bound_noise_multiplier
+from ...privacy._norm_bound import median_out_of_reach, norm_bound_noise_multiplier
 from ..heavy_tailed.multinomial import MULTINOMIAL_CURVATURE
 from .dispatch import calibrate_schedule, saddle_point_schedule, schedule_event
 
@@ -612,9 +612,7 @@ def norm_quantile_reachable(n_samples, mu):
     >>> norm_quantile_reachable(112, 0.17), norm_quantile_reachable(1347, 0.13)
     (False, True)
     """
-    if math.isinf(mu):
-        return True
-    return bool(int(n_samples) >= 8.0 * norm_bound_noise_multiplier(mu))
+    return not median_out_of_reach(n_samples, norm_bound_noise_multiplier(mu))
 
 
 def plan_minimax(
