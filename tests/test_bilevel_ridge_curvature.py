@@ -166,7 +166,9 @@ def test_curvature_switch_reads_the_noise_at_curvature_mu():
     assert not big.measure_curvature
 
 
-def test_estimator_plans_the_curvature_release_at_its_default_delta(monkeypatch):
+@pytest.fixture
+def ridge_plans(monkeypatch):
+    """The plans BilevelRidge's gd fits make, in order."""
     plans = []
     real = bilevel_module.plan_ridge_gd
 
@@ -175,6 +177,13 @@ def test_estimator_plans_the_curvature_release_at_its_default_delta(monkeypatch)
         return plans[-1]
 
     monkeypatch.setattr(bilevel_module, "plan_ridge_gd", spy)
+    return plans
+
+
+def test_estimator_plans_the_curvature_release_at_its_default_delta(
+    monkeypatch, ridge_plans
+):
+    plans = ridge_plans
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1000, 20))
     y = rng.normal(size=1000)
@@ -227,16 +236,9 @@ def test_ridge_gd_draws_the_curvature_release_of_its_plan(monkeypatch):
 
 
 def test_estimator_releases_the_curvature_only_with_a_public_feature_norm(
-    monkeypatch,
+    ridge_plans,
 ):
-    plans = []
-    real = bilevel_module.plan_ridge_gd
-
-    def spy(*args, **kwargs):
-        plans.append(real(*args, **kwargs))
-        return plans[-1]
-
-    monkeypatch.setattr(bilevel_module, "plan_ridge_gd", spy)
+    plans = ridge_plans
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1000, 20))
     y = rng.normal(size=1000)
