@@ -31,11 +31,59 @@ class _GLMLoss:
     curvature_bound = np.inf
     #: Upper bound on ``|derivative|`` over all ``z`` and ``y`` (``inf`` if none).
     derivative_bound = np.inf
+    #: Whether ``y`` holds labels in ``{-1, +1}`` rather than real targets
+    #: (no target scale or median to estimate).
+    labels = False
+    #: The loss's number in the compiled clipped-gradient kernels.
+    kernel_code = None
 
     def value(self, z, y):
         raise NotImplementedError
 
     def derivative(self, z, y):
+        raise NotImplementedError
+
+    def kernel_args(self):
+        """``(code, tau)`` of this loss for the compiled kernels.
+
+        Returns
+        -------
+        code : int
+            0 squared, 1 Huber, 2 logistic.
+        tau : float
+            Huber threshold (0 otherwise).
+        """
+        return self.kernel_code, 0.0
+
+    def lipschitz_on(self, radius):
+        """Whether the loss is Lipschitz in ``w`` on the ball of radius ``radius``.
+
+        Parameters
+        ----------
+        radius : float
+            Domain radius (``inf`` allowed).
+
+        Returns
+        -------
+        bool
+            False only for an unbounded derivative on an unbounded domain.
+        """
+        return not (np.isinf(radius) and np.isinf(self.derivative_bound))
+
+    def row_lipschitz_bounds(self, row_norms, y, radius):
+        """Per-row Lipschitz bounds of ``w -> loss(<a, w>, y)`` on ``{||w|| <= R}``.
+
+        Parameters
+        ----------
+        row_norms : ndarray of shape (n,)
+        y : ndarray of shape (n,)
+        radius : float
+            Domain radius ``R`` (``inf`` allowed).
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         raise NotImplementedError
 
     def mean_value(self, X, y, coef, intercept=0.0):
@@ -144,12 +192,29 @@ class SquaredLoss(_GLMLoss):
     """
 
     curvature_bound = 1.0
+    kernel_code = 0
 
     def value(self, z, y):
         return 0.5 * (z - y) ** 2
 
     def derivative(self, z, y):
         return z - y
+
+    def row_lipschitz_bounds(self, row_norms, y, radius):
+        """``||a|| (R ||a|| + |y|)``; with ``R = inf`` it is infinite for every
+        non-zero row, so the rows are ranked by ``||a||`` instead (their bound
+        per unit radius ``||a||**2`` orders them alike: the limit ``R -> inf``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> SquaredLoss().row_lipschitz_bounds(np.array([2.0]), np.array([-1.0]), 3.0)
+        array([14.])
+        """
+        if np.isinf(radius):
+            return row_norms.copy()
+        with np.errstate(all="ignore"):
+            return row_norms * (radius * row_norms + np.abs(y))
 
 
 class HuberLoss(_GLMLoss):
@@ -182,6 +247,15 @@ class HuberLoss(_GLMLoss):
         self.tau = float(tau)
         self.derivative_bound = self.tau
 
+    kernel_code = 1
+
+    def kernel_args(self):
+        return self.kernel_code, self.tau
+
+    def row_lipschitz_bounds(self, row_norms, y, radius):
+        """``tau ||a||`` for every radius."""
+        return self.tau * row_norms
+
     def value(self, z, y):
         r = np.abs(z - y)
         return np.where(r <= self.tau, 0.5 * r**2, self.tau * r - 0.5 * self.tau**2)
@@ -208,6 +282,12 @@ class LogisticLoss(_GLMLoss):
 
     curvature_bound = 0.25
     derivative_bound = 1.0
+    labels = True
+    kernel_code = 2
+
+    def row_lipschitz_bounds(self, row_norms, y, radius):
+        """``||a||`` for every radius."""
+        return row_norms.copy()
 
     def value(self, z, y):
         return np.logaddexp(0.0, -y * z)

@@ -75,3 +75,33 @@ def test_get_loss():
         get_loss("hinge")
     with pytest.raises(ValueError):
         HuberLoss(0.0)
+
+
+def test_losses_own_their_kernel_code_and_lipschitz_bounds():
+    """Each loss carries what the solvers used to read from isinstance chains:
+    its kernel code, whether y holds labels, where it is Lipschitz, and its
+    per-row Lipschitz bound on a ball."""
+    norms, y = np.array([2.0, 0.0]), np.array([-3.0, 1.0])
+    assert SquaredLoss().kernel_args() == (0, 0.0)
+    assert HuberLoss(0.5).kernel_args() == (1, 0.5)
+    assert LogisticLoss().kernel_args() == (2, 0.0)
+    assert [L.labels for L in (SquaredLoss(), HuberLoss(), LogisticLoss())] == [
+        False,
+        False,
+        True,
+    ]
+    assert not SquaredLoss().lipschitz_on(np.inf)
+    assert SquaredLoss().lipschitz_on(5.0)
+    assert HuberLoss().lipschitz_on(np.inf) and LogisticLoss().lipschitz_on(np.inf)
+    np.testing.assert_array_equal(
+        SquaredLoss().row_lipschitz_bounds(norms, y, 5.0), [2 * (10 + 3), 0.0]
+    )
+    np.testing.assert_array_equal(
+        SquaredLoss().row_lipschitz_bounds(norms, y, np.inf), norms
+    )
+    np.testing.assert_array_equal(
+        HuberLoss(0.5).row_lipschitz_bounds(norms, y, 5.0), [1, 0]
+    )
+    np.testing.assert_array_equal(
+        LogisticLoss().row_lipschitz_bounds(norms, y, 5.0), norms
+    )

@@ -18,7 +18,6 @@ from skdp.base import _fit_digest, _raw
 from skdp.linear_model import HeavyTailedLinearRegression
 from skdp.losses import HuberLoss, LogisticLoss, SquaredLoss
 from skdp.solvers.heavy_tailed import kernels
-from skdp.solvers.heavy_tailed.common import loss_code
 from skdp.utils._sparse import row_norms
 
 _BIG, _TINY = 1.7e308, 5e-324
@@ -81,7 +80,7 @@ def _kernels():
 @pytest.mark.parametrize("loss", [SquaredLoss(), HuberLoss(1.0), LogisticLoss()])
 def test_branch_free_clip_keeps_the_replace_one_sensitivity(kind, loss):
     kernel = _kernels()[kind]
-    code, tau = loss_code(loss)
+    code, tau = loss.kernel_args()
     rng = np.random.default_rng(0)
     for clip in (1e-12, 1e-3, 1.0, 1e6):
         for wscale in (0.0, 1.0, 1e100):
@@ -113,7 +112,7 @@ def test_branch_free_clip_keeps_the_replace_one_sensitivity(kind, loss):
 def test_derivatives_at_the_cap_are_kept_exactly(kind):
     # boundary: |loss'| equal to the cap, one ulp above and below
     kernel = _kernels()[kind]
-    code, tau = loss_code(SquaredLoss())
+    code, tau = SquaredLoss().kernel_args()
     clip = 0.75
     X = np.array([[0.6, 0.8]] * 6)  # unit rows: cap == clip
     y = np.array([clip, -clip, np.nextafter(clip, 2), -np.nextafter(clip, 2),

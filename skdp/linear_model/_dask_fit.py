@@ -13,7 +13,7 @@ classification with declared ``classes`` (binary, or multinomial with the
 
 import numpy as np
 
-from ..losses import HuberLoss, LogisticLoss, SquaredLoss
+from ..losses import LogisticLoss
 from ..solvers._distributed import as_dask_xy, check_budget_before_pass, reject_dask
 
 __all__ = [
@@ -124,8 +124,7 @@ def fit_heavy_tailed_on_dask(est, X, y):
     _check_supported(est, X)
     if type(est).__name__ == "HeavyTailedLinearRegression":
         X, y = validate_dask_rows(est, X, y)
-        loss = SquaredLoss() if est.loss == "squared" else HuberLoss(est.tau)
-        (res,) = est._fit_problems(X, [y], loss)
+        (res,) = est._fit_problems(X, [y], est._glm_loss())
         est.coef_, est.intercept_ = est._split_coef(res)
         est._set_info([res])
         return est

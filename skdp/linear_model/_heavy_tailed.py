@@ -974,13 +974,16 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
         )
         self._check_sparse(X)
         y = np.asarray(y, dtype=np.float64)
-        loss = get_loss(
-            self.loss, **({"tau": self.tau} if self.loss == "huber" else {})
-        )
-        (res,) = self._fit_problems(X, [y], loss)
+        (res,) = self._fit_problems(X, [y], self._glm_loss())
         self.coef_, self.intercept_ = self._split_coef(res)
         self._set_info([res])
         return self
+
+    def _glm_loss(self):
+        """The loss object of the ``loss`` / ``tau`` parameters."""
+        return get_loss(
+            self.loss, **({"tau": self.tau} if self.loss == "huber" else {})
+        )
 
     def predict(self, X):
         """Predict with the fitted linear model (no noise added).

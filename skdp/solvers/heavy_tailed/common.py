@@ -5,8 +5,7 @@
   releases by shares of ``mu**2``.
 - :func:`row_lipschitz_bounds` gives the per-row Lipschitz bounds of
   Assumption 2 (known Lipschitz) for linear models on a ball.
-- :func:`loss_code`, :func:`safe_derivatives`: small numerical helpers
-  (kernel codes, non-finite derivatives).
+- :func:`safe_derivatives`: non-finite derivatives made harmless.
 - :func:`gdp_of`, :func:`paper_power`: the pieces of the papers' clip
   formulas (Theorem 2, Corollary 1), evaluated safely.
 
@@ -20,7 +19,6 @@ import math
 
 import numpy as np
 
-from ...losses import HuberLoss, LogisticLoss, SquaredLoss
 from ...privacy import split_gdp  # noqa: F401  (re-exported)
 from .._distributed import as_float_records
 
@@ -28,7 +26,6 @@ __all__ = [
     "noise_std",
     "split_gdp",
     "row_lipschitz_bounds",
-    "loss_code",
     "safe_derivatives",
     "gdp_of",
     "paper_power",
@@ -61,34 +58,6 @@ def noise_std(sensitivity, z):
     return 0.0 if z == 0 else float(z) * float(sensitivity)
 
 
-def loss_code(loss):
-    """``(code, tau)`` of a loss for the compiled kernels.
-
-    Parameters
-    ----------
-    loss : SquaredLoss, HuberLoss or LogisticLoss
-
-    Returns
-    -------
-    code : int
-        0 squared, 1 Huber, 2 logistic.
-    tau : float
-        Huber threshold (0 otherwise).
-
-    Examples
-    --------
-    >>> loss_code(HuberLoss(2.0))
-    (1, 2.0)
-    """
-    if isinstance(loss, HuberLoss):
-        return 1, float(loss.tau)
-    if isinstance(loss, LogisticLoss):
-        return 2, 0.0
-    if isinstance(loss, SquaredLoss):
-        return 0, 0.0
-    raise TypeError(f"Unsupported loss {loss!r}.")
-
-
 def safe_derivatives(loss, z, y):
     """Scalar derivatives with non-finite values made harmless.
 
@@ -109,6 +78,7 @@ def safe_derivatives(loss, z, y):
     Examples
     --------
     >>> import numpy as np
+    >>> from skdp.losses import SquaredLoss
     >>> safe_derivatives(SquaredLoss(), np.array([np.nan, np.inf]), np.zeros(2))
     array([ 0., inf])
     """
@@ -145,18 +115,14 @@ def row_lipschitz_bounds(loss, row_norms, y, radius):
     Examples
     --------
     >>> import numpy as np
+    >>> from skdp.losses import SquaredLoss
     >>> row_lipschitz_bounds(SquaredLoss(), np.array([2.0]), np.array([-1.0]), 3.0)
     array([14.])
     """
-    row_norms = as_float_records(row_norms)
-    if isinstance(loss, LogisticLoss):
-        return row_norms.copy()
-    if isinstance(loss, HuberLoss):
-        return loss.tau * row_norms
-    if math.isinf(radius):
-        return row_norms.copy()
-    with np.errstate(all="ignore"):
-        return row_norms * (radius * row_norms + np.abs(as_float_records(y)))
+    # the loss owns the formula; dask collections stay on the workers
+    return loss.row_lipschitz_bounds(
+        as_float_records(row_norms), as_float_records(y), radius
+    )
 
 
 def gdp_of(z, count):

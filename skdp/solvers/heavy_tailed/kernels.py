@@ -199,13 +199,13 @@ def clipped_gradient_sum(X, y, w, inv_norms, clip, loss):
     array([-1.1, -0.8])
     """
     from .._distributed import gradient_sum_on_workers, is_dask_collection
-    from .common import loss_code, safe_derivatives
+    from .common import safe_derivatives
 
     if is_dask_collection(X):  # the same kernel on every chunk, sums gathered
         return gradient_sum_on_workers(X, y, w, inv_norms, clip, loss)
     dense = isinstance(X, np.ndarray)
     if HAVE_NUMBA and dense and X.flags.c_contiguous and X.dtype == np.float64:
-        code, tau = loss_code(loss)
+        code, tau = loss.kernel_args()
         return _clipped_gradient_sum_numba(X, y, w, inv_norms, float(clip), code, tau)
     with np.errstate(all="ignore"):
         z = X @ w

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...losses import LogisticLoss, SquaredLoss
 from ...privacy import ComposedDpEvent, gaussian_steps
 from .bounds import (
     DEFAULT_TARGET,
@@ -229,14 +228,14 @@ def known_lipschitz_scales(
     >>> known_lipschitz_scales(SquaredLoss(), math.inf, intercept=True)
     3
     """
-    unbounded = math.isinf(radius) and isinstance(loss, SquaredLoss)
+    unbounded = not loss.lipschitz_on(radius)
     median = _warm_start_intercept(loss, intercept, public_clip)
     target = (unbounded and not public_clip) or median
     return int(not public_truncation) + int(target) + int(median)
 
 
 def _warm_start_intercept(loss, intercept, public_clip):
-    return bool(intercept and not public_clip and not isinstance(loss, LogisticLoss))
+    return bool(intercept and not public_clip and not loss.labels)
 
 
 def known_lipschitz(
@@ -369,7 +368,7 @@ def known_lipschitz(
     True
     """
     warm = _warm_start_intercept(loss, fit_intercept, clip is not None)
-    is_lipschitz = not (math.isinf(radius) and isinstance(loss, SquaredLoss))
+    is_lipschitz = loss.lipschitz_on(radius)
     need_target = (clip is None and not is_lipschitz) or warm
     needed = (truncation is None) + need_target + warm + plan.feature_scale
     design = planned_design(
@@ -400,9 +399,9 @@ def known_lipschitz(
     else:
         if truncation is None:
             truncation = scale_quantile(bounds, tail, plan.z_scale, rng)
-            norm_ranked = isinstance(loss, LogisticLoss) or (
-                math.isinf(radius) and isinstance(loss, SquaredLoss)
-            )
+            # as before: the floor serves the logistic loss and the squared
+            # loss with radius=inf (rows ranked by their norm)
+            norm_ranked = loss.labels or not loss.lipschitz_on(radius)
             if scale_floor is not None and plan.feature_scale and norm_ranked:
                 floor = truncation / (float(scale_floor) * math.sqrt(max(d_x, 1)))
                 if design.scale < floor:

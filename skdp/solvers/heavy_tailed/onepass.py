@@ -48,7 +48,6 @@ from .bounds import (
 )
 from .bounds import scale_share as bound_scale_share
 from .common import (
-    loss_code,
     noise_std,
     safe_derivatives,
     split_gdp,
@@ -449,7 +448,7 @@ def onepass_clipped_dp_sgd(
     if order is None:
         order = rng.permutation(n)
     order = np.ascontiguousarray(order, dtype=np.int64)
-    code, tau = loss_code(loss)
+    code, tau = loss.kernel_args()
     center = np.zeros(d)
     sizes = plan.sizes
     curv = float(loss.curvature_bound)
