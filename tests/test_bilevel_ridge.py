@@ -934,23 +934,9 @@ def test_centering_release_sensitivity_coupled():
     assert noisy.stds["centering"] == pytest.approx(sens / math.sqrt(0.05))
 
 
-def _prob_above_data(values, q, eps, bounds=(1e-6, 1e6)):
-    """Probability that the exponential-mechanism quantile (log scale) lands
-    above the largest value: intervals between sorted values, weight
-    length * exp(-eps |rank - q n| / 2)."""
-    v = np.log(np.sort(values))
-    edges = np.r_[math.log(bounds[0]), v, math.log(bounds[1])]
-    ranks = np.arange(v.size + 1)
-    logw = np.log(np.diff(edges)) - eps * np.abs(ranks - q * v.size) / 2
-    w = np.exp(logw - logw.max())
-    return w[-1] / w.sum()
-
-
 def test_small_n_private_bounds_get_enough_budget():
     """At small n the bounds' budget is raised to n * epsilon_bound = 64 (at
-    most half of epsilon): with the old 10% the private bound landed far
-    above the data (and the noise blew up) with a large probability."""
-    from skdp.linear_model._bilevel_ridge import _bound_quantile
+    most half of epsilon): a public rule of n, epsilon and delta."""
     from skdp.privacy import gdp_mu
 
     def share_epsilon(n, k=2):
@@ -974,11 +960,6 @@ def test_small_n_private_bounds_get_enough_budget():
         pytest.approx(64 / 500),
         0.0,
     )
-    norms = np.linalg.norm(np.random.default_rng(0).normal(size=(250, 10)), axis=1)
-    old, new = 0.05, model._bound_epsilons(250)[0]
-    p_old = _prob_above_data(norms, _bound_quantile(250, old), old)
-    p_new = _prob_above_data(norms, _bound_quantile(250, new), new)
-    assert p_old > 0.2 and p_new < 0.02
     X, y, _ = linear_data(250, 4)
     fitted = BilevelRidge(inner_solver=SS, epsilon=1.0, random_state=0).fit(X, y)
     assert 0.99 <= fitted.privacy_spent_[0] <= 1.0

@@ -16,7 +16,6 @@ from ..privacy import (
     ComposedDpEvent,
     private_norm_bound,
     private_norm_bound_event,
-    reachable_quantile_level,
 )
 from ..solvers._distributed import (
     as_dask_xy,
@@ -65,10 +64,11 @@ __all__ = ["BilevelRidge"]
 # Private bound estimation: the public search range and the target quantile.
 _BOUND_QUANTILE = 0.95
 _BOUND_RANGE = (1e-6, 1e6)
-# Smallest ``n * epsilon`` of one private bound: below it the exponential
-# mechanism's weight on the empty log-range around the data (12 decades
-# against data concentrated in a fraction of one) is no longer negligible,
-# and the bound, hence the noise, can blow up (measured on load_diabetes).
+# Smallest ``n * epsilon`` of one private bound. Chosen for the exponential-
+# mechanism quantile these bounds used before the norm bounds merged (below it
+# its weight on the empty log-range around the data could make the bound,
+# hence the noise, blow up; measured on load_diabetes); kept for the Gaussian
+# bisection, whose committed numbers it fixes (issue 19: one allowed change).
 _BOUND_MIN_N_EPSILON = 64.0
 _BOUND_MAX_SHARE = 0.5
 #: The small-n floor is capped at _BOUND_MAX_SHARE of mu**2 when it would
@@ -107,15 +107,6 @@ _RETIRED_SOLVERS = {
         "the budget"
     ),
 }
-
-
-def _bound_quantile(n, epsilon):
-    """Quantile level of a private bound: 0.95, lowered (to 0.5 at least) when
-    ``n epsilon`` is too small for the exponential mechanism to reach it
-    (:func:`~skdp.privacy.reachable_quantile_level`, a public function of
-    ``n`` and ``epsilon``).
-    """
-    return reachable_quantile_level(n, epsilon, _BOUND_QUANTILE)
 
 
 class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):

@@ -14,7 +14,7 @@ Dask is optional: nothing here imports it until a dask collection is passed
 
 import numpy as np
 
-from ..privacy._mechanisms import _edge_counts, _quantile_edges, quantile_from_counts
+from ..privacy._mechanisms import _edge_counts, _quantile_edges
 from ..utils import add_intercept_column, clip_rows, clip_targets
 
 __all__ = [
@@ -1002,16 +1002,6 @@ def _column_edge_counts(block, edges, lo, hi, transform, flag=False):
     return (counts, bool(np.isfinite(block).all())) if flag else counts
 
 
-def _exact_quantile_refused(eps):
-    import math
-
-    if math.isinf(eps):
-        raise TypeError(
-            "The exact quantile (epsilon=inf) is not distributed: pass the "
-            "bound, or a finite epsilon."
-        )
-
-
 def column_edge_counts_on_workers(
     X, bounds, *, transform=None, n_cells=2048, refuse_non_finite=False
 ):
@@ -1055,57 +1045,3 @@ def column_edge_counts_on_workers(
     for p in parts:
         counts += p
     return counts
-
-
-def private_quantile_on_workers(
-    values, quantile, epsilon, *, bounds, rng, log_scale=False, n_cells=2048
-):
-    """:func:`skdp.privacy.private_quantile` of dask ``values``, counted per chunk.
-
-    The exponential mechanism reads the data only through the counts
-    ``#{x < e_j}`` at its public cell edges. Each worker counts its chunk
-    (clipped to ``bounds``, in log units if ``log_scale``, as the mechanism
-    does); the driver adds the ``n_cells + 1`` counts and draws the release
-    from ``rng`` (``skdp.privacy._mechanisms.quantile_from_counts``, which
-    :func:`~skdp.privacy.private_quantile` calls too): the same release, pure
-    ``epsilon``-DP. Only the counts reach the driver. ``epsilon=inf`` (the
-    exact quantile) is not distributed.
-
-    Parameters
-    ----------
-    values : dask.array.Array of shape (n,)
-    quantile, epsilon : float
-    bounds : tuple (low, high)
-    rng : numpy.random.Generator
-    log_scale : bool, default=False
-    n_cells : int, default=2048
-
-    Returns
-    -------
-    float
-    """
-    import dask
-    from dask import delayed
-
-    from ..privacy._mechanisms import noise_scale
-
-    _exact_quantile_refused(float(epsilon) / noise_scale())
-    lo, hi, edges = _quantile_edges(bounds, log_scale, n_cells)
-    parts = dask.compute(
-        *[
-            delayed(_edge_counts)(blk, edges, lo, hi, log_scale)
-            for blk in values.to_delayed().ravel()
-        ]
-    )
-    counts = np.zeros(edges.size, dtype=np.int64)
-    for p in parts:
-        counts += p
-    return quantile_from_counts(
-        counts,
-        int(values.shape[0]),
-        quantile,
-        epsilon,
-        bounds=bounds,
-        rng=rng,
-        log_scale=log_scale,
-    )
