@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from skdp import BilevelRidge
-from skdp.linear_model import _bilevel_ridge as bilevel_module
 from skdp.privacy import _norm_bound as norm_bound
 from skdp.privacy import certify_epsilon, gdp_delta, gdp_mu, gdp_mu_of
 from skdp.solvers.bilevel.ridge import curvature as curv
 from skdp.solvers.bilevel.ridge import gd as rgd
+from skdp.solvers.bilevel.ridge import gd_defaults
 from skdp.solvers.heavy_tailed import bounds as bounds
 from skdp.solvers.heavy_tailed import gd as gd
 
@@ -170,13 +170,13 @@ def test_curvature_switch_reads_the_noise_at_curvature_mu():
 def ridge_plans(monkeypatch):
     """The plans BilevelRidge's gd fits make, in order."""
     plans = []
-    real = bilevel_module.plan_ridge_gd
+    real = gd_defaults.plan_ridge_gd
 
     def spy(*args, **kwargs):
         plans.append(real(*args, **kwargs))
         return plans[-1]
 
-    monkeypatch.setattr(bilevel_module, "plan_ridge_gd", spy)
+    monkeypatch.setattr(gd_defaults, "plan_ridge_gd", spy)
     return plans
 
 
@@ -191,7 +191,7 @@ def test_estimator_plans_the_curvature_release_at_its_default_delta(
         warnings.simplefilter("ignore")
         kw = dict(epsilon=1.0, feature_norm=7.0, target_bound=5.0, random_state=0)
         m = BilevelRidge(**kw).fit(X, y)
-        monkeypatch.setattr(bilevel_module, "_CURVATURE_REFERENCE_DELTA", None)
+        monkeypatch.setattr(gd_defaults, "CURVATURE_REFERENCE_DELTA", None)
         BilevelRidge(**kw).fit(X, y)
     assert m.delta_ > 1e-6
     assert [p.measure_curvature for p in plans] == [True, False]

@@ -9,11 +9,11 @@ import pytest
 from sklearn.linear_model import Ridge
 
 from skdp import BilevelRidge
-from skdp.linear_model import _bilevel_ridge as bilevel_module
 from skdp.losses import SquaredLoss
 from skdp.privacy import _norm_bound as norm_bound
 from skdp.privacy import certify_epsilon, gdp_delta, gdp_mu, gdp_mu_of
 from skdp.solvers.bilevel.ridge import gd as rgd
+from skdp.solvers.bilevel.ridge import gd_defaults
 from skdp.solvers.heavy_tailed import bounds as bounds
 from skdp.solvers.heavy_tailed import gd as gd
 
@@ -307,7 +307,7 @@ def test_public_units_keep_the_ridge_convention(monkeypatch, index):
     # n too small for private scales at delta=1e-6: the public bounds set the
     # units; alpha_ is still the penalty of Ridge(alpha_) in the data's units.
     monkeypatch.setattr(rgd, "select_candidate", lambda *a, **k: index)
-    real_plan = bilevel_module.plan_ridge_gd
+    real_plan = gd_defaults.plan_ridge_gd
 
     def plan_with_public_scales(*args, **kwargs):
         # epsilon=inf can estimate every scale; force the small-n branch
@@ -315,7 +315,7 @@ def test_public_units_keep_the_ridge_convention(monkeypatch, index):
         fit = replace(plan.fit, default_scales=True, n_scales=0, feature_scale=False)
         return replace(plan, fit=fit)
 
-    monkeypatch.setattr(bilevel_module, "plan_ridge_gd", plan_with_public_scales)
+    monkeypatch.setattr(gd_defaults, "plan_ridge_gd", plan_with_public_scales)
     rng = np.random.default_rng(11)
     X, y, _ = _linear(rng, 300, 3)
     X, y = 3.0 * X, 10.0 * y
@@ -716,13 +716,13 @@ def test_large_n_rule_step_floor_is_the_default_step(monkeypatch):
 
 def test_bilevel_ridge_gd_asks_for_the_large_n_rule(monkeypatch):
     seen = []
-    real = bilevel_module.plan_ridge_gd
+    real = gd_defaults.plan_ridge_gd
 
     def spy(*args, **kwargs):
         seen.append(kwargs.get("large_n_rule"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(bilevel_module, "plan_ridge_gd", spy)
+    monkeypatch.setattr(gd_defaults, "plan_ridge_gd", spy)
     rng = np.random.default_rng(0)
     X, y, _ = _linear(rng, 500, 3)
     with warnings.catch_warnings():

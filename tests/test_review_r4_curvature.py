@@ -17,10 +17,10 @@ import scipy.sparse as sp
 from dp_accounting import dp_event
 
 from skdp import BilevelRidge
-from skdp.linear_model import _bilevel_ridge as bilevel_module
 from skdp.privacy import Budget, gdp_mu
 from skdp.solvers.bilevel.ridge import curvature as curv
 from skdp.solvers.bilevel.ridge import gd as rgd
+from skdp.solvers.bilevel.ridge import gd_defaults
 
 
 def _released_inputs(fit_intercept, row_bound, seed):
@@ -147,13 +147,13 @@ def _leaves(event):
 
 def test_estimator_plan_with_the_release_matches_dp_accounting(monkeypatch):
     plans = []
-    real = bilevel_module.plan_ridge_gd
+    real = gd_defaults.plan_ridge_gd
 
     def spy(*args, **kwargs):
         plans.append(real(*args, **kwargs))
         return plans[-1]
 
-    monkeypatch.setattr(bilevel_module, "plan_ridge_gd", spy)
+    monkeypatch.setattr(gd_defaults, "plan_ridge_gd", spy)
     eps, delta, n, d = 0.5, 1e-6, 1000, 20
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(n, d)), rng.normal(size=n)
@@ -195,13 +195,13 @@ def test_audit_configuration_runs_the_curvature_release(monkeypatch):
     name, params = AUDIT_VARIANTS["BilevelRidge(inner_solver='gd', curvature release)"]
     assert name == "BilevelRidge"
     plans = []
-    real = bilevel_module.plan_ridge_gd
+    real = gd_defaults.plan_ridge_gd
 
     def spy(*args, **kwargs):
         plans.append(real(*args, **kwargs))
         return plans[-1]
 
-    monkeypatch.setattr(bilevel_module, "plan_ridge_gd", spy)
+    monkeypatch.setattr(gd_defaults, "plan_ridge_gd", spy)
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(50, 2)), np.clip(rng.normal(size=50), -1, 1)
     with warnings.catch_warnings():

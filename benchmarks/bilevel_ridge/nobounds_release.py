@@ -7,7 +7,7 @@ without ``feature_norm`` / ``target_bound`` on the cells of
 ``benchmarks/bilevel_ridge/vs_baselines.py`` with n <= 2000 and diabetes
 (same data, same seeds, same delta), paired: the default (no curvature
 release without a public ``feature_norm``) against the release planned by
-its public rule anyway (``_CURVATURE_WITHOUT_BOUNDS``), its row clip
+its public rule anyway (``CURVATURE_WITHOUT_BOUNDS``), its row clip
 ``ROW_CLIP`` times ``s sqrt(D)`` from the private scale ``s``. Writes
 ``benchmarks/results/bilevel_ridge_nobounds_release.md``.
 """
@@ -22,7 +22,7 @@ from benchmarks._common import RESULTS
 from benchmarks._common.baselines import benchmark_delta
 from benchmarks.bilevel_ridge.vs_baselines import tasks
 from skdp import BilevelRidge
-from skdp._testing.internals import bilevel_ridge_estimator_module as estimator_module
+from skdp._testing.internals import bilevel_ridge_gd_defaults_module as estimator_module
 from skdp._testing.internals import ridge_curvature_module as curvature_module
 
 CELLS = (
@@ -36,8 +36,8 @@ CELLS = (
 
 
 def _fit(X, y, eps, seed, release, row_clip):
-    saved = estimator_module._CURVATURE_WITHOUT_BOUNDS, curvature_module.ROW_CLIP
-    estimator_module._CURVATURE_WITHOUT_BOUNDS = release
+    saved = estimator_module.CURVATURE_WITHOUT_BOUNDS, curvature_module.ROW_CLIP
+    estimator_module.CURVATURE_WITHOUT_BOUNDS = release
     if release:
         curvature_module.ROW_CLIP = row_clip
     try:
@@ -50,7 +50,7 @@ def _fit(X, y, eps, seed, release, row_clip):
                 tuning="risk_estimate",
             ).fit(X, y)
     finally:
-        estimator_module._CURVATURE_WITHOUT_BOUNDS, curvature_module.ROW_CLIP = saved
+        estimator_module.CURVATURE_WITHOUT_BOUNDS, curvature_module.ROW_CLIP = saved
 
 
 def main():

@@ -6,7 +6,7 @@ repository root with ``PYTHONPATH=.`` (``--seeds``, ``--epsilon``,
 For the tasks of ``benchmarks/bilevel_ridge/vs_baselines.py`` (public
 bounds, same data and seeds), ``BilevelRidge()`` (``tuning="risk_estimate"``,
 ``inner_solver="gd"``) with the curvature switch read at the requested delta
-(``before``: ``_CURVATURE_REFERENCE_DELTA = None``) and at ``min(delta,
+(``before``: ``CURVATURE_REFERENCE_DELTA = None``) and at ``min(delta,
 1e-6, n**-2)`` (``after``, the default), paired on each seed. Reports the
 median and maximum excess risk (test MSE on diabetes) of each, the ratio of
 medians and the geometric mean of the per-seed ratios. Writes
@@ -23,7 +23,7 @@ from benchmarks._common import RESULTS
 from benchmarks._common.baselines import benchmark_delta
 from benchmarks.bilevel_ridge.vs_baselines import tasks
 from skdp import BilevelRidge
-from skdp._testing.internals import bilevel_ridge_estimator_module as E
+from skdp._testing.internals import bilevel_ridge_gd_defaults_module as E
 
 CELLS = (
     "low SNR, n=1e+03",
@@ -35,8 +35,8 @@ CELLS = (
 
 
 def _fit(X, y, eps, delta, seed, bounds, ref):
-    saved = E._CURVATURE_REFERENCE_DELTA
-    E._CURVATURE_REFERENCE_DELTA = ref
+    saved = E.CURVATURE_REFERENCE_DELTA
+    E.CURVATURE_REFERENCE_DELTA = ref
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -48,7 +48,7 @@ def _fit(X, y, eps, delta, seed, bounds, ref):
                 target_bound=bounds[1],
             ).fit(X, y)
     finally:
-        E._CURVATURE_REFERENCE_DELTA = saved
+        E.CURVATURE_REFERENCE_DELTA = saved
     return np.asarray(m.coef_, dtype=float), float(m.intercept_)
 
 
@@ -60,7 +60,7 @@ def main():
     parser.add_argument("--cells", nargs="+", default=list(CELLS))
     args = parser.parse_args()
     t0 = time.perf_counter()
-    ref = E._CURVATURE_REFERENCE_DELTA
+    ref = E.CURVATURE_REFERENCE_DELTA
     all_tasks = tasks(True)
     lines = []
     for cell in args.cells:

@@ -27,7 +27,7 @@ from benchmarks._common.baselines import (
 )
 from benchmarks.heavy_tailed.rule import skewed_task
 from skdp import BilevelRidge, HeavyTailedLinearRegression
-from skdp._testing.internals import bilevel_ridge_estimator_module as bilevel_module
+from skdp._testing.internals import bilevel_ridge_gd_defaults_module as bilevel_module
 from skdp._testing.internals import ridge_gd_module as rgd
 
 

@@ -37,6 +37,7 @@ from ..solvers.bilevel.hypergradient import bilevel_outer_loop
 from ..solvers.bilevel.plan import gdp_budget
 from ..solvers.bilevel.ridge import curvature as ridge_curvature_module
 from ..solvers.bilevel.ridge import gd as ridge_gd_module
+from ..solvers.bilevel.ridge import gd_defaults as bilevel_ridge_gd_defaults_module
 from ..solvers.bilevel.ridge.gd import plan_ridge_gd, ridge_gd
 from ..solvers.bilevel.ridge.output import output_sensitivities
 from ..solvers.bilevel.ridge.stats import (
@@ -97,6 +98,7 @@ __all__ = [
     "ValidationObjective",
     "bilevel_outer_loop",
     "bilevel_ridge_estimator_module",
+    "bilevel_ridge_gd_defaults_module",
     "check_generator",
     "clipped_gradient_sum",
     "clipped_multinomial_gradient_sum",

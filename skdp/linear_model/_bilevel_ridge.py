@@ -19,14 +19,12 @@ from ..privacy import (
 )
 from ..solvers._distributed import (
     as_dask_xy,
-    as_float_records,
     clipped_statistics,
     is_dask_collection,
     lazy_decision,
-    map_rows,
     reject_dask,
 )
-from ..solvers.bilevel.ridge.gd import plan_ridge_gd, ridge_gd
+from ..solvers.bilevel.ridge.gd_defaults import default_ridge_gd_plan, ridge_gd_in_units
 from ..solvers.bilevel.ridge.risk import (
     plan_risk_estimate,
     release_exact,
@@ -50,7 +48,6 @@ from ..utils._sparse import (
     is_sparse,
     reject_sparse,
     row_norms,
-    scale_any,
 )
 from ..utils._validation import resolve_delta
 from ._dask_fit import (
@@ -75,20 +72,6 @@ _BOUND_MAX_SHARE = 0.5
 #: take at least this share of mu**2 (the bounds' Gaussian counts would then
 #: leave nothing, or almost nothing, for the fit).
 _BOUND_FLOOR_CAP = 0.99
-#: gd solver without both public bounds, n too small for the default share of
-#: the scale quantiles: pay them from up to this share of the path's budget
-#: (as HeavyTailedLinearRegression; diabetes, delta=1e-6, epsilon=1: test MSE
-#: 24,400 -> see doc/user_guide/bilevel_ridge.rst).
-_SMALL_N_SHARE = 0.5
-#: Plan the gd solver's curvature release (where its public rule asks for
-#: it) without a public ``feature_norm`` too (benchmark switch).
-_CURVATURE_WITHOUT_BOUNDS = False
-#: Largest delta at which the gd solver's curvature switch reads the planned
-#: gradient noise (with ``n**-2``; the delta its threshold was measured at;
-#: ``None``: the requested delta, as before issue 21's round 8).
-_CURVATURE_REFERENCE_DELTA = 1e-6
-
-
 #: Deprecated inner solvers and the measured reason (a public parameter: the
 #: warning reveals nothing about the data).
 _RETIRED_SOLVERS = {
@@ -903,61 +886,20 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         ``d`` and the parameters only, and is charged before any data is read.
         """
         n, d = X.shape
-        mu = Budget.from_target(self.epsilon, delta).mu
-        # the curvature switch reads the planned gradient noise at the delta
-        # it was measured at, min(1e-6, n**-2), or a smaller requested one
-        # (a public rule of n and the budget): a larger delta lowers the
-        # planned noise but not the plug-in rule's need for the release
-        # (issue 21: low SNR, n = 1e3, epsilon = 1, default delta)
-        curvature_mu = None
-        if _CURVATURE_REFERENCE_DELTA is not None:
-            ref_delta = min(delta, _CURVATURE_REFERENCE_DELTA, float(n) ** -2)
-            curvature_mu = Budget.from_target(self.epsilon, ref_delta).mu
-        plan = plan_ridge_gd(
-            mu,
+        public = self.feature_norm is not None, self.target_bound is not None
+        plan = default_ridge_gd_plan(
+            self.epsilon,
+            delta,
             n,
             d,
             n_steps=self.inner_max_iter,
             fit_intercept=self.fit_intercept,
             tuning=self._tuning(),
-            bound_share=self._estimation_share(),
-            # without both public bounds, small n pays the private scales
-            # from up to half the budget rather than assume standardized
-            # data (a public rule of the parameters)
-            small_n_share=(
-                _SMALL_N_SHARE
-                if self.feature_norm is None or self.target_bound is None
-                else 0.0
-            ),
-            # The constant-model check (constant_share="auto") fixes the
-            # low-SNR blow-up at n = 1e3, eps = 0.5 (137 -> 2.0) but makes
-            # diabetes 1.45x HeavyTailedLinearRegression (was 0.98x):
-            # benchmarks/results/bilevel_ridge_vs_baselines_constant_check.md.
-            # Off by default until the plug-in noise estimate is fixed.
-            constant_share=0.0,
-            # Where the gradient noise is large (a public rule), the plug-in
-            # rule's curvature is released instead of assumed: more rows are
-            # clipped than planned when the noise swamps the signal
-            # (skdp.solvers.bilevel.ridge.curvature). Only with a public
-            # feature norm: it clips the release's rows exactly (without it,
-            # diabetes measured 1.40x, benchmarks/results/
-            # bilevel_ridge_noise_estimate.md).
-            curvature_share=(
-                "auto"
-                if self.feature_norm is not None or _CURVATURE_WITHOUT_BOUNDS
-                else 0.0
-            ),
-            # from n >= 1e4 on, HeavyTailedLinearRegression's large-n rule
-            # (a public rule of n; its parts are off: none measured better
-            # in every cell, see plan_ridge_gd's LARGE_N constants), except
-            # its clip floor where the released rows are heavy-tailed
-            # (HEAVY_TAIL_CLIPPED)
-            large_n_rule=True,
-            curvature_mu=curvature_mu,
+            estimation_share=self._estimation_share(),
+            public_feature_norm=public[0],
+            public_target_bound=public[1],
         )
-        if plan.fit.default_scales and (
-            self.feature_norm is None or self.target_bound is None
-        ):
+        if plan.fit.default_scales and not all(public):
             # a public rule of n and the budget: the warning costs no privacy
             warnings.warn(
                 f"n_samples={n} is too small for this budget to estimate the "
@@ -968,53 +910,31 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 stacklevel=3,
             )
         self._spend(plan.event)
-        # When n is too small to estimate the scales privately (a public
-        # fact of the plan), the solver assumes standardized data: the public
-        # bounds then set the units (rows of norm <= sqrt(d), |y| <= 3), a
-        # per-record map with public constants.
-        a, c = 1.0, 1.0
-        if self.feature_norm is not None:
-            X = map_rows(clip_rows_any, X, self.feature_norm)  # dask: per chunk
-            if plan.fit.default_scales:
-                a = math.sqrt(d) / self.feature_norm
-        if self.target_bound is not None:
-            y = map_rows(clip_targets, y, self.target_bound)
-            if plan.fit.default_scales:
-                c = 3.0 / self.target_bound
-        # alpha = n omega' / a**2 (see below): public bounds on alpha bound the
-        # plug-in penalty omega' of the solver's units.
-        lo = 0.0 if self.alpha_min is None else self.alpha_min * a**2 / n
-        hi = math.inf if self.alpha_max is None else self.alpha_max * a**2 / n
-        Xs = (
-            scale_any(X, a)
-            if is_sparse(X)
-            else as_float_records(X * a, contiguous=True)
+        fit = ridge_gd_in_units(
+            X,
+            y,
+            plan,
+            rng,
+            feature_norm=self.feature_norm,
+            target_bound=self.target_bound,
+            alpha_min=self.alpha_min,
+            alpha_max=self.alpha_max,
         )
-        row_bound = None if self.feature_norm is None else self.feature_norm * a
-        result = ridge_gd(
-            Xs, y * c, plan, rng, omega_bounds=(lo, hi), row_bound=row_bound
-        )
-        # x' = a x, y' = c y: coef = a coef' / c, and the penalty omega' on
-        # ||coef'||**2 is omega' / a**2 on ||coef||**2 (after dividing the
-        # objective by c**2)
-        result.coef = result.coef * (a / c)
-        result.intercept = result.intercept / c
-        result.omega, result.omegas = result.omega / a**2, result.omegas / a**2
-        if not plan.fit.default_scales:
+        if fit.feature_scale is not None:
             # Post-processing of the released feature scale: no privacy cost.
-            warn_if_unscaled("BilevelRidge", feature_scale=result.info["feature_scale"])
+            warn_if_unscaled("BilevelRidge", feature_scale=fit.feature_scale)
         self._record_privacy(plan.event)
         nan = float("nan")
         self.feature_norm_ = nan if self.feature_norm is None else self.feature_norm
         self.target_bound_ = nan if self.target_bound is None else self.target_bound
-        self.coef_ = np.asarray(result.coef, dtype=float)
-        self.intercept_ = float(result.intercept)
-        self.alpha_ = float(result.omega * n)
-        self.alpha_path_ = np.asarray(result.omegas, dtype=float) * n
+        self.coef_ = fit.coef
+        self.intercept_ = fit.intercept
+        self.alpha_ = float(fit.omega * n)
+        self.alpha_path_ = fit.omegas * n
         self.noise_level_ = 0.0
         self.signal_pvalue_ = nan
         self.n_iter_ = int(self.inner_max_iter)
-        self.output_iteration_ = int(result.index)
+        self.output_iteration_ = fit.index
         return self
 
     def _bounds(self, X, y, eps_a, eps_b, rng):
