@@ -706,6 +706,25 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 f"validation part); got {n} sample."
             )
         n_train, n_val = self._split_sizes(n)
+        tuning = self._check_solver_params()
+        delta, rng = self._begin_private_fit(n)
+        self._progress(
+            f"inner_solver={self.inner_solver!r}, tuning={tuning!r}"
+            + ("" if self.inner_solver == "gd" else f", split {n_train} / {n_val}")
+        )
+        if self.inner_solver == "gd":
+            return self._fit_gd(X, y, delta, rng)
+        eps_a, eps_b = self._bound_epsilons(n, delta)
+        bound_events = [private_norm_bound_event(e) for e in (eps_a, eps_b) if e > 0]
+        bounds_event = ComposedDpEvent(bound_events) if bound_events else None
+        mu = Budget.from_target(self.epsilon, delta, bounds_event).mu
+        if tuning == "risk_estimate":
+            return self._fit_risk_estimate(X, y, mu, bounds_event, eps_a, eps_b, rng)
+        return self._fit_split(X, y, mu, bounds_event, eps_a, eps_b, rng)
+
+    def _check_solver_params(self):
+        """Public checks of the parameters' combination (before any data is
+        read); returns the resolved ``tuning``."""
         if (
             self.alpha_min is not None
             and self.alpha_max is not None
@@ -731,21 +750,15 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 "(benchmarks/results/bilevel_ridge_inner_noise.md). Use "
                 'inner_solver="gd".',
                 FutureWarning,
-                stacklevel=2,
+                stacklevel=3,  # the frame fit warned from before (its wrapper)
             )
-        delta, rng = self._begin_private_fit(n)
-        self._progress(
-            f"inner_solver={self.inner_solver!r}, tuning={tuning!r}"
-            + ("" if self.inner_solver == "gd" else f", split {n_train} / {n_val}")
-        )
-        if self.inner_solver == "gd":
-            return self._fit_gd(X, y, delta, rng)
-        eps_a, eps_b = self._bound_epsilons(n, delta)
-        bound_events = [private_norm_bound_event(e) for e in (eps_a, eps_b) if e > 0]
-        bounds_event = ComposedDpEvent(bound_events) if bound_events else None
-        mu = Budget.from_target(self.epsilon, delta, bounds_event).mu
-        if tuning == "risk_estimate":
-            return self._fit_risk_estimate(X, y, mu, bounds_event, eps_a, eps_b, rng)
+        return tuning
+
+    def _fit_split(self, X, y, mu, bounds_event, eps_a, eps_b, rng):
+        """The paper's bilevel loop on a public train/validation split of
+        released sufficient statistics (``inner_solver`` other than "gd")."""
+        n, d = X.shape
+        n_train, n_val = self._split_sizes(n)
         # Everything above and the plan below depend on public inputs only, so
         # the whole plan is charged before any data is read. The penalty range
         # does not enter the plan; when the feature norm is estimated, the
