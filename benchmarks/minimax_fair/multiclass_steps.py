@@ -14,7 +14,8 @@ otherwise). Each variant changes one public rule of the plan:
   ``auto_multinomial_steps(n, p K, mu)`` (30 steps below a squared
   signal-to-noise ratio ``(n mu)**2 / (p K)`` of 1e4, else 300 or 100);
 - ``avg=f``: primal averaging from the fraction ``f`` of the run;
-- ``step=s``: ``step_scale = s``.
+- ``step=s``: ``step_scale = s``;
+- ``share=s``: ``estimation_share = s`` (the feature-norm bound's share).
 
 DP-GD baselines are read from the committed per-run results of
 ``multiclass_real.py`` (DP-GD is deterministic given its seed), so
@@ -87,6 +88,8 @@ def variant_kwargs(variant, n, d, K, eps):
             avg = float(part[4:])
         elif part.startswith("step="):
             kw["step_scale"] = float(part[5:])
+        elif part.startswith("share="):
+            kw["estimation_share"] = float(part[6:])
         else:
             raise ValueError(part)
     return kw, avg
