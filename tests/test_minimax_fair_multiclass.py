@@ -301,6 +301,32 @@ def test_multinomial_momentum_rule_is_public_continuous_and_free():
     assert free.gda.momentum == 0.9
 
 
+def test_multinomial_average_rule_is_public_continuous_and_free():
+    """Primal averaging from 0.3 of the run while the public ratio r is small
+    (momentum on), from 0.5 where the noise dominates (momentum off) and in the
+    noiseless limit; continuous in between. A function of the plan's public
+    inputs only, with the same privacy event: averaging is post-processing."""
+    lo, hi = plan_module._GDA_MOMENTUM_RATIO
+    avg = plan_module.multinomial_average_from
+    assert avg(0.0) == avg(lo) == plan_module._GDA_MULTINOMIAL_AVERAGE_FROM == 0.3
+    assert avg(hi) == avg(10 * hi) == 0.5
+    assert avg(0.0, noiseless_share=1.0) == 0.5
+    grid = np.geomspace(lo / 2, 2 * hi, 200)
+    values = np.array([avg(r) for r in grid])
+    assert np.all(np.diff(values) >= 0) and np.max(np.diff(values)) < 0.01
+    kw = dict(max_iter=100, estimate_priors=False, estimate_norm=False)
+    small = plan_module.plan_minimax(1.0, 1e-6, 300, 10, 1, 5, **kw)
+    large = plan_module.plan_minimax(1.0, 1e-6, 10**6, 10, 1, 5, **kw)
+    assert small.gda.primal_average_from == 0.5
+    assert large.gda.primal_average_from == 0.3
+    assert small.event == large.event
+    free = plan_module.plan_minimax(np.inf, 1e-6, 10**6, 10, 1, 5, **kw)
+    assert free.gda.primal_average_from == 0.5  # the noiseless schedule
+    for n in (300, 10**6):  # the binary schedule is unchanged
+        binary = plan_module.plan_minimax(1.0, 1e-6, n, 10, 1, 2, **kw)
+        assert binary.gda.primal_average_from is None
+
+
 def test_default_radius_rule_is_public_and_respects_a_given_radius():
     """radius=None: 5 for the binary loss and while r <= 0.05, 20 from
     r = 0.3 on (geometric in between); a given radius is used as is. The

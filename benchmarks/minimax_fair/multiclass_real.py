@@ -14,8 +14,9 @@ feature-norm bound is estimated privately, as ``HeavyTailedLogisticRegression``
 estimates its scales in that benchmark. Per run (split, seed), in one process:
 
 - ``MinimaxFairClassifier`` (default schedule) with ``random_state = seed``;
-- the same fit under the previous defaults (``previous``: round 1's, the
-  clip factor 0.7 row bounds also under the public default feature norm),
+- the same fit under the previous defaults (``previous``: round 2's, the
+  primal iterate averaged over the second half of the run at every noise
+  level, before :func:`~skdp.solvers.saddle_point.plan.multinomial_average_from`),
   paired;
 - multinomial full-batch DP-GD (``dp_gd_multinomial`` of the heavy-tailed
   benchmark: per-record Frobenius clip C in {0.1, 1, 10}, step in {0.3, 1,
@@ -44,6 +45,7 @@ import argparse
 import contextlib
 import json
 import math
+import subprocess
 import time
 import warnings
 from itertools import product
@@ -68,15 +70,23 @@ LRS = (0.3, 1.0, 3.0)
 
 @contextlib.contextmanager
 def previous_schedule():
-    """The defaults of round 1 (issue 17): the noisy multinomial clip factor
-    0.7 row bounds also under the public default feature norm (no
-    :func:`~skdp.solvers.saddle_point.plan.default_norm_clip_scale`)."""
-    saved = plan_module.default_norm_clip_scale
-    plan_module.default_norm_clip_scale = lambda d, s: 1.0
+    """The defaults of round 2 (issue 17): the primal iterate averaged over
+    the second half of the run at every noise level (no
+    :func:`~skdp.solvers.saddle_point.plan.multinomial_average_from`)."""
+    saved = plan_module.multinomial_average_from
+    plan_module.multinomial_average_from = lambda r, u=0.0: 0.5
     try:
         yield
     finally:
-        plan_module.default_norm_clip_scale = saved
+        plan_module.multinomial_average_from = saved
+
+
+def commit():
+    """Short hash of the checked-out commit (recorded in the result file)."""
+    out = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    return out.stdout.strip() or "unknown"
 
 
 def fit_minimax(Xtr, ytr, Xte, yte, K, eps, seed):
@@ -258,16 +268,17 @@ def main():
     lines = [
         "# MinimaxFairClassifier, multiclass, against fixed-clip multinomial DP-GD",
         "",
-        f"`{cmd}` ({size}; {minutes:.1f} min on a shared 2-core machine). "
+        f"`{cmd}` (commit {commit()}; {size}; {minutes:.1f} min on a shared "
+        "2-core machine). "
         "One group (no `sensitive_features`: plain multinomial ERM, the fair "
         "comparison with DP-GD), `classes=range(K)`, defaults otherwise "
         "(`feature_norm=None`: estimated privately, or the public default "
         "sqrt(d) below the quantile's reach). DP-GD: 100 full-batch steps, "
         "exact GDP noise, C in {0.1, 1, 10} x step in {0.3, 1, 3}, the same "
         "splits and seeds; best (C, step) chosen in hindsight on the mean. "
-        "'previous': round 1's defaults (clip factor 0.7 row bounds also "
-        "under the public default feature norm; before round 2's "
-        "default_norm_clip_scale), same seeds. 'clip': the clip factor used. "
+        "'previous': round 2's defaults (primal iterate averaged over the "
+        "second half at every noise level; before round 3's "
+        "multinomial_average_from), same seeds. 'clip': the clip factor used. "
         "Mean test accuracy; '±' is "
         "the standard error of the paired differences. 'momentum': median of "
         "the rule's value; radius: the default radius used; `feature_norm_`: the "

@@ -42,6 +42,7 @@ __all__ = [
     "gda_plan",
     "gda_schedule",
     "default_norm_clip_scale",
+    "multinomial_average_from",
     "multinomial_momentum",
     "multinomial_noise_ratio",
     "multinomial_radius",
@@ -108,6 +109,15 @@ _GDA_MOMENTUM_RATIO = (0.05, 0.3)
 # benchmarks/results/minimax_fair_multiclass_real.md).
 _GDA_DEFAULT_RADIUS = 5.0
 _GDA_RADIUS_GROWTH = 4.0
+# Primal averaging of the multinomial fit where momentum is on (issue 17,
+# round 3; benchmarks/results/minimax_fair_multiclass_steps_*.md): the
+# momentum iterates carry the noise of many steps, so at r <=
+# _GDA_MOMENTUM_RATIO[0] the primal iterate is averaged from 0.3 of the run
+# (synthetic K = 5, n = 1e4, epsilon = 1: +0.0013 +- 0.0002), moving to the
+# noisy binary value 0.5 as momentum falls to 0 (r >= _GDA_MOMENTUM_RATIO[1]:
+# digits, where later or earlier averaging moved nothing beyond noise) and
+# as z -> 0 (the noiseless limit keeps its schedule).
+_GDA_MULTINOMIAL_AVERAGE_FROM = 0.3
 # Clip under the public default feature norm (issue 17, round 2;
 # benchmarks/results/minimax_fair_multiclass_clip_*.md): the default
 # sqrt(d) is the largest norm of a row in [-1, 1]^d, while a row of d
@@ -368,6 +378,41 @@ def _noise_share(noise_ratio):
     return math.log(r / lo) / math.log(hi / lo)
 
 
+def multinomial_average_from(noise_ratio, noiseless_share=0.0):
+    """Primal averaging start of the multinomial ``"gda"`` fit (public rule).
+
+    ``_GDA_MULTINOMIAL_AVERAGE_FROM`` (0.3) while the per-step noise-to-signal
+    ratio ``r`` (:func:`multinomial_noise_ratio`) is at most
+    ``_GDA_MOMENTUM_RATIO[0]`` (full momentum), ``_GDA_AVERAGE_FROM`` (0.5)
+    from ``_GDA_MOMENTUM_RATIO[1]`` on (no momentum), ``0.5 - 0.2 (1 -
+    s)**2`` between, with ``s`` the share of :func:`multinomial_radius`
+    (linear in ``log r``); and moved to 0.5 by the noiseless share ``u`` of
+    :func:`gda_schedule`. A function of the budget, ``n`` and the dimensions.
+
+    Parameters
+    ----------
+    noise_ratio : float
+    noiseless_share : float, default=0.0
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> multinomial_average_from(0.01), multinomial_average_from(1.0)
+    (0.3, 0.5)
+    >>> multinomial_average_from(0.0, noiseless_share=1.0)
+    0.5
+    """
+    gap = _GDA_AVERAGE_FROM - _GDA_MULTINOMIAL_AVERAGE_FROM
+    # squared: the momentum's memory (1 / (1 - m) steps) is long only near
+    # full momentum; at momentum 0.36 (digits, epsilon = 5) the earlier
+    # average of the linear rule cost 0.0008 +- 0.0004
+    on = (1.0 - _noise_share(noise_ratio)) ** 2 * (1.0 - float(noiseless_share))
+    return _GDA_AVERAGE_FROM - gap * on
+
+
 def default_norm_clip_scale(n_features, intercept_scaling):
     """Clip scale of the multinomial fit under the public default norm.
 
@@ -458,8 +503,9 @@ def gda_plan(
     n_samples, n_params : int or None, default=None
         Public number of records and of coefficient rows (features plus
         intercept column). With more than two classes and both given, the
-        momentum follows :func:`multinomial_momentum`; otherwise it is
-        ``_GDA_MOMENTUM``.
+        momentum follows :func:`multinomial_momentum` and the primal
+        averaging :func:`multinomial_average_from`; otherwise they are
+        ``_GDA_MOMENTUM`` and the schedule rule's.
     clip_scale : float, default=1.0
         Multiplier of the noisy multinomial clip factor (the noiseless one,
         ``sqrt(2)``, is kept; in between the share ``u`` of
@@ -490,10 +536,12 @@ def gda_plan(
     rule = gda_schedule(z, multinomial=n_classes > 2)
     momentum = _GDA_MOMENTUM
     default_radius = _GDA_DEFAULT_RADIUS
+    primal_average_from = rule["primal_average_from"]
     if n_classes > 2 and n_samples is not None and n_params is not None:
         ratio = multinomial_noise_ratio(z, n_samples, n_params, n_classes)
         momentum = multinomial_momentum(ratio)
         default_radius = multinomial_radius(ratio)
+        primal_average_from = multinomial_average_from(ratio, rule["noiseless_share"])
     radius = default_radius if radius is None else radius
     clip_factor = rule.get("clip_factor", 1.0)
     if n_classes > 2 and clip_scale != 1.0:
@@ -512,7 +560,7 @@ def gda_plan(
         dual_step=float(rule["dual_step"] if dual_step is None else dual_step),
         dual_warmup=rule["dual_warmup"],
         average_from=_GDA_AVERAGE_FROM,
-        primal_average_from=rule["primal_average_from"],
+        primal_average_from=primal_average_from,
         momentum=momentum,
         optimistic=_GDA_OPTIMISTIC,
         confidence=_GDA_CONFIDENCE,

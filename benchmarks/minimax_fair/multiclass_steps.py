@@ -1,0 +1,233 @@
+"""Probe: step count, step size and tail averaging of the multinomial ``"gda"`` fit.
+
+Issue 17's two open cells at ``epsilon = 1`` (digits, synthetic K = 5 at
+n = 1e4) on the protocol of ``benchmarks/minimax_fair/multiclass_real.py``
+(same splits, seeds, scaling; one group, ``classes=range(K)``, defaults
+otherwise). Each variant changes one public rule of the plan:
+
+- ``default``: the current defaults (100 steps, primal averaging from
+  :func:`~skdp.solvers.saddle_point.plan.multinomial_average_from`);
+- ``previous``: the defaults before that rule (averaging of the second half,
+  ``avg=0.5``);
+- ``steps=T``: ``max_iter = T`` (the noise is recalibrated to ``T`` steps);
+- ``ht_steps``: ``max_iter`` from the heavy-tailed softmax rule
+  ``auto_multinomial_steps(n, p K, mu)`` (30 steps below a squared
+  signal-to-noise ratio ``(n mu)**2 / (p K)`` of 1e4, else 300 or 100);
+- ``avg=f``: primal averaging from the fraction ``f`` of the run;
+- ``step=s``: ``step_scale = s``;
+- ``share=s``: ``estimation_share = s`` (the feature-norm bound's share).
+
+DP-GD baselines are read from the committed per-run results of
+``multiclass_real.py`` (DP-GD is deterministic given its seed), so
+differences are paired on the same (split, seed) runs; "best DP-GD" is the
+(C, step) best in hindsight on that full run set. Held-out tasks
+(``--datasets`` names of ``benchmarks.heavy_tailed.multiclass.HELDOUT``, K > 2)
+are compared with the default only.
+
+Usage (PYTHONPATH at the repository root)::
+
+    nice -n 10 python -m benchmarks.minimax_fair.multiclass_steps \\
+        --datasets digits,synthetic --eps 1 --variants default,ht_steps,steps=50
+
+Writes ``benchmarks/results/minimax_fair_multiclass_steps_<tag>.md`` with ``--tag``.
+"""
+
+import argparse
+import contextlib
+import json
+import math
+import subprocess
+import time
+import warnings
+
+import numpy as np
+from sklearn.model_selection import train_test_split
+
+from benchmarks._common import RESULTS
+from benchmarks.heavy_tailed.multiclass import heldout_splits, real_data, synthetic
+from skdp import MinimaxFairClassifier
+from skdp._testing.internals import heavy_tailed_multinomial_module as multinomial
+from skdp._testing.internals import saddle_point_plan_module as plan_module
+
+
+@contextlib.contextmanager
+def primal_average(frac):
+    """Primal averaging from ``frac`` of the run at every noise level (``None``:
+    the default rule, :func:`multinomial_average_from`)."""
+    saved = plan_module.multinomial_average_from
+    if frac is not None:
+        plan_module.multinomial_average_from = lambda r, u=0.0: float(frac)
+    try:
+        yield
+    finally:
+        plan_module.multinomial_average_from = saved
+
+
+def commit():
+    """Short hash of the checked-out commit (recorded in the result file)."""
+    out = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    return out.stdout.strip() or "unknown"
+
+
+def variant_kwargs(variant, n, d, K, eps):
+    """Estimator arguments and averaging fraction of a variant (public only)."""
+    kw, avg = {}, None
+    for part in variant.split("+"):
+        if part == "default":
+            continue
+        if part == "previous":
+            avg = 0.5
+        elif part == "ht_steps":
+            mu = plan_module.Budget.from_target(eps, n**-1.1, margin=False).mu
+            kw["max_iter"] = multinomial.auto_multinomial_steps(n, (d + 1) * K, mu)
+        elif part.startswith("steps="):
+            kw["max_iter"] = int(part[6:])
+        elif part.startswith("avg="):
+            avg = float(part[4:])
+        elif part.startswith("step="):
+            kw["step_scale"] = float(part[5:])
+        elif part.startswith("share="):
+            kw["estimation_share"] = float(part[6:])
+        else:
+            raise ValueError(part)
+    return kw, avg
+
+
+def fit(Xtr, ytr, Xte, yte, K, eps, seed, variant):
+    kw, avg = variant_kwargs(variant, Xtr.shape[0], Xtr.shape[1], K, eps)
+    with warnings.catch_warnings(), primal_average(avg):
+        warnings.simplefilter("ignore")
+        clf = MinimaxFairClassifier(
+            epsilon=eps, classes=range(K), random_state=seed, **kw
+        )
+        clf.fit(Xtr, ytr)
+    assert clf.privacy_spent_[0] <= eps
+    return float(clf.score(Xte, yte))
+
+
+SYN_N = 10_000  # --syn-n
+
+
+def load_baseline(name):
+    if name == "synthetic" and SYN_N != 10_000:
+        return None
+    if name == "synthetic":
+        path = RESULTS / "minimax_fair_multiclass_synthetic_n10000.json"
+        return json.load(open(path))["runs"]["synthetic n=10000"]
+    if name in ("iris", "wine", "digits"):
+        path = RESULTS / "minimax_fair_multiclass_real.json"
+        return json.load(open(path))["runs"][name]
+    return None
+
+
+def task_data(name, splits, syn_reps):
+    if name == "synthetic":
+        Xte, yte = synthetic(50_000, np.random.default_rng(99))
+        return 5, [
+            (*synthetic(SYN_N, np.random.default_rng(1000 + r)), Xte, yte)
+            for r in range(syn_reps)
+        ]
+    if name in ("iris", "wine", "digits"):
+        X, y = real_data(name)
+        out = []
+        for rep in range(splits):
+            Xtr, Xte, ytr, yte = train_test_split(
+                X, y, stratify=y, test_size=0.25, random_state=rep
+            )
+            out.append((Xtr, ytr, Xte, yte))
+        return int(y.max()) + 1, out
+    out = []
+    for rep in range(splits):
+        Xtr, Xte, ytr, yte = heldout_splits(name, rep)
+        out.append((Xtr, ytr, Xte, yte))
+    return int(max(o[1].max() for o in out)) + 1, out
+
+
+def sem(v):
+    return float(np.std(v, ddof=1) / math.sqrt(len(v)))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--datasets", default="digits,synthetic")
+    parser.add_argument("--splits", type=int, default=20)
+    parser.add_argument("--seeds-per-split", type=int, default=2)
+    parser.add_argument("--syn-reps", type=int, default=5)
+    parser.add_argument("--eps", default="1")
+    parser.add_argument("--variants", default="default,ht_steps")
+    parser.add_argument("--syn-n", type=int, default=10_000)
+    parser.add_argument("--tag", default=None)
+    args = parser.parse_args()
+    global SYN_N
+    SYN_N = args.syn_n
+    epsilons = [float(e) for e in args.eps.split(",")]
+    variants = args.variants.split(",")
+    if variants[0] != "default":
+        variants = ["default"] + variants
+    per = args.seeds_per_split
+    t0 = time.perf_counter()
+    lines = []
+    for name in args.datasets.split(","):
+        base = load_baseline(name)
+        K, data = task_data(name, args.splits, args.syn_reps)
+        lines += [f"### {name}", ""]
+        lines.append(
+            "| eps | variant | max_iter | runs | accuracy | - default | "
+            "- best DP-GD (C, step) |"
+        )
+        lines.append("|---|---|---|---|---|---|---|")
+        for eps in epsilons:
+            key = str(eps)
+            best = None
+            if base is not None:
+                gd_keys = [k for k in base[0][key] if k.startswith("gd_")]
+                gd_mean = {k: np.mean([r[key][k] for r in base]) for k in gd_keys}
+                best = max(gd_mean, key=gd_mean.get)
+            accs = {}
+            for variant in variants:
+                acc, gd = [], []
+                for rep, (Xtr, ytr, Xte, yte) in enumerate(data):
+                    for j in range(per):
+                        seed = rep * per + j
+                        acc.append(fit(Xtr, ytr, Xte, yte, K, eps, seed, variant))
+                        if best is not None:
+                            gd.append(base[seed][key][best])
+                accs[variant] = a = np.array(acc)
+                d0 = a - accs["default"]
+                n_tr, d_tr = data[0][0].shape
+                kw, _ = variant_kwargs(variant, n_tr, d_tr, K, eps)
+                gd_col = "-"
+                if best is not None:
+                    g = a - np.array(gd)
+                    gd_col = f"{g.mean():+.4f} ± {sem(g):.4f} ({best[3:]})"
+                lines.append(
+                    f"| {eps:g} | {variant} | {kw.get('max_iter', 100)} | {len(a)} | "
+                    f"{a.mean():.4f} | {d0.mean():+.4f} ± {sem(d0):.4f} | {gd_col} |"
+                )
+                print(name, lines[-1], round(time.perf_counter() - t0), "s", flush=True)
+        lines.append("")
+    minutes = (time.perf_counter() - t0) / 60
+    head = [
+        "# MinimaxFairClassifier multiclass: steps, step size, tail averaging",
+        "",
+        "`nice -n 10 python -m benchmarks.minimax_fair.multiclass_steps "
+        f"--datasets {args.datasets} --splits {args.splits} --syn-reps "
+        f"{args.syn_reps} --syn-n {args.syn_n} --seeds-per-split {per} --eps "
+        f"{args.eps} --variants "
+        f"{args.variants}` (commit {commit()}; {minutes:.1f} min, shared 2-core "
+        "machine). "
+        "'±': standard error of paired differences (same split, seed).",
+        "",
+    ]
+    out = "\n".join(head + lines)
+    print(out)
+    if args.tag:
+        (RESULTS / f"minimax_fair_multiclass_steps_{args.tag}.md").write_text(
+            out + "\n"
+        )
+
+
+if __name__ == "__main__":
+    main()
