@@ -14,7 +14,8 @@ settings on the same splits and seeds:
   accumulated noise of a class score over the run at the default step and
   fixed clip;
 - ``thr=R``: ``max_iter="auto"`` takes 300 steps where ``n mu / (2 d) >= R``
-  (and ``n d K 300 <= AUTO_WORK``), else the default rule;
+  (and ``n d K 300 <= AUTO_WORK``), else the default rule; ``thr=R pmax``:
+  only where the 30-step plan also clips the largest fraction (0.7);
 - ``cap=E``: ``NOISE_CAP_SCORE = E`` (the no-search clip capped so the
   run's noise moves a class score by at most ``E`` standard deviations;
   ``inf``: off);
@@ -50,6 +51,8 @@ from benchmarks.heavy_tailed.multiclass import (
 )
 from benchmarks.heavy_tailed.multiclass_gap import fit_acc
 from benchmarks.heavy_tailed.multiclass_gap import splits as gap_splits
+from skdp._testing.internals import DEFAULT_TARGET
+from skdp._testing.internals import heavy_tailed_estimator_module as htm
 from skdp._testing.internals import heavy_tailed_gd_module as gdm
 from skdp._testing.internals import heavy_tailed_multinomial_module as mn
 
@@ -92,7 +95,7 @@ def clip_rule_at(steps):
 
 
 @contextlib.contextmanager
-def eta_rule(eta, K, lo, hi, thr=None):
+def eta_rule(eta, K, lo, hi, thr=None, pmax=False):
     """``max_iter="auto"`` replaced by the ``eta`` step-count rule."""
     if eta is None and thr is None:
         yield
@@ -107,6 +110,12 @@ def eta_rule(eta, K, lo, hi, thr=None):
         d = dim / K
         if thr is not None:  # 300 steps from n mu / (2 d) >= thr on
             long = n * mu / (2.0 * d) >= thr and n * dim * 300 <= mn.AUTO_WORK
+            if long and pmax:  # ... only where the 30-step plan clips the most
+                plan = htm.make_known_lipschitz_plan(
+                    mu, n, dim, 30, n_scales=1, feature_scale=True,
+                    search_at_cap=False,
+                )  # fmt: skip
+                long = plan.gd.clip_fraction >= DEFAULT_TARGET.max_fraction
             return 300 if long else old(n, dim, mu)
         return int(min(hi, max(lo, round(eta * n * mu / (2.0 * d)))))
 
@@ -160,7 +169,9 @@ def run_cell(name, eps, variants, n_splits, n_seeds):
             row = {}
             for v in variants:
                 kw, avg, pfix, eta = parse(v)
-                rule = eta_rule(eta.get("eta"), K, eta["lo"], eta["hi"], eta.get("thr"))
+                rule = eta_rule(
+                    eta.get("eta"), K, eta["lo"], eta["hi"], eta.get("thr"), "pmax" in v
+                )
                 with averaging(avg, eta.get("cap")), clip_rule_at(pfix), rule:
                     row[v] = fit_acc(Xtr, ytr, Xte, yte, K, eps, seed, **kw)[0]
             for C in CLIPS:
