@@ -527,6 +527,59 @@ def test_no_clip_search_when_the_clipped_fraction_is_capped():
     assert big.gd.checkpoints
 
 
+def test_no_search_clip_is_capped_by_the_score_noise():
+    # wine-sized problem (133 rows, 13 features, eps = 1): no scale release and
+    # no clip search; the fixed level NO_SEARCH_OCTAVES below the ceiling would
+    # move a class score by about 13 over the run, so the clip is the cap
+    # (a public function of n, d, the plan, the step and the public scale 1)
+    from skdp.solvers.heavy_tailed.multinomial import (
+        NO_SEARCH_OCTAVES,
+        NOISE_CAP_SCORE,
+        noise_capped_clip,
+    )
+
+    X, y = _multiclass(133, d=13, K=3, seed=4)
+    X = X / 4.0
+    m = HeavyTailedLogisticRegression(
+        epsilon=1.0, classes=range(3), random_state=0
+    ).fit(X, y)
+    clips = np.ravel(m.clip_thresholds_)
+    assert np.ptp(clips) == 0
+    ceiling = np.sqrt(2.0) * np.hypot(m.truncation_threshold_, 1.0)
+    fixed = ceiling / 2**NO_SEARCH_OCTAVES
+    mu = m._budget(1)
+    z = np.sqrt(m.n_iter_) / mu  # whole budget on the steps (no release)
+    cap = noise_capped_clip(1.0, m.step_sizes_[0], z, m.n_iter_, 133, 14)
+    assert cap < fixed and clips[0] == pytest.approx(cap, rel=1e-6)
+    # the cap is the level whose run noise moves a class score by NOISE_CAP_SCORE
+    noise = 2.0 * m.step_sizes_[0] * cap * z * np.sqrt(m.n_iter_ * 14) / 133
+    assert noise == pytest.approx(NOISE_CAP_SCORE, rel=1e-6)
+    # public: a neighbouring data set (one record replaced) runs at the same clip
+    X2, y2 = X.copy(), y.copy()
+    X2[0], y2[0] = 50.0, (y[0] + 1) % 3
+    m2 = HeavyTailedLogisticRegression(
+        epsilon=1.0, classes=range(3), random_state=1
+    ).fit(X2, y2)
+    np.testing.assert_array_equal(m2.clip_thresholds_, m.clip_thresholds_)
+    # without noise there is no cap
+    assert noise_capped_clip(1.0, 2.0, 0.0, 30, 133, 14) == np.inf
+
+
+def test_noise_cap_leaves_small_noise_fits_unchanged(monkeypatch):
+    # iris-sized problem at eps = 1: the run noise at the fixed level (about 5)
+    # is below the cap, so the fit is the previous one, draw for draw
+    from skdp.solvers.heavy_tailed import multinomial as mn
+
+    X, y = _multiclass(112, d=4, K=3, seed=5)
+    X = X / 4.0
+    kw = dict(epsilon=1.0, classes=range(3), random_state=2)
+    new = HeavyTailedLogisticRegression(**kw).fit(X, y)
+    monkeypatch.setattr(mn, "NOISE_CAP_SCORE", np.inf)
+    old = HeavyTailedLogisticRegression(**kw).fit(X, y)
+    np.testing.assert_array_equal(new.coef_, old.coef_)
+    np.testing.assert_array_equal(new.intercept_, old.intercept_)
+
+
 # -- max_iter="auto" ------------------------------------------------------------------
 def test_auto_steps_rule_is_public_and_capped_by_work():
     from skdp.solvers.heavy_tailed.multinomial import AUTO_WORK, auto_multinomial_steps
@@ -567,7 +620,14 @@ def test_auto_steps_plan_is_exactly_the_budget(n, steps):
     ((_, event),) = acc.ledger
     assert gdp_mu_of(event) == pytest.approx(gdp_mu(1.0, 1e-6), rel=1e-6)
     assert gdp_delta(gdp_mu_of(event), 1.0) <= 1e-6 * (1 + 1e-6)
-    assert event.events[1].events[1].count == steps
+    assert steps in _self_composed_counts(event)
+
+
+def _self_composed_counts(event):
+    """Counts of every SelfComposedDpEvent nested in ``event``."""
+    if hasattr(event, "count"):
+        return [event.count] + _self_composed_counts(event.event)
+    return [c for e in getattr(event, "events", ()) for c in _self_composed_counts(e)]
 
 
 def test_auto_steps_keep_the_30_step_fit_where_the_noise_is_large():
