@@ -176,6 +176,7 @@ def make_full_batch_plan(
     reserved_share=0.0,
     target=DEFAULT_TARGET,
     search_at_cap=True,
+    checkpoints=None,
 ):
     """Split a GDP budget ``mu`` between clip estimation and gradient steps.
 
@@ -202,6 +203,11 @@ def make_full_batch_plan(
         clipping than the rule allows), plan no clip search; the solver
         then uses its fixed fallback clip level and the gradients get the
         search's share.
+    checkpoints : sequence of int, optional
+        Steps of the clip search (public; default
+        :func:`checkpoint_schedule`). Before the first one the solver uses
+        its fallback clip level. The search's share is the same however
+        many there are.
 
     Returns
     -------
@@ -214,7 +220,9 @@ def make_full_batch_plan(
     >>> plan.checkpoints, round(gdp_mu_of(plan.event), 6)
     ((0, 1, 3, 7, 15), 0.5)
     """
-    checkpoints = checkpoint_schedule(n_steps) if adaptive_clip else ()
+    if checkpoints is None:
+        checkpoints = checkpoint_schedule(n_steps)
+    checkpoints = tuple(int(t) for t in checkpoints) if adaptive_clip else ()
     grad_share = 1.0 - reserved_share
     if checkpoints:
         n_counts = len(checkpoints) * BISECTION_STEPS

@@ -103,6 +103,7 @@ def make_known_lipschitz_plan(
     search_at_cap=True,
     max_trunc_fraction=_MAX_TRUNC_FRACTION,
     margin_share=0.0,
+    checkpoints=None,
 ):
     """Budget split of Algorithm 4 + DP-GD (shares of ``mu**2``).
 
@@ -147,6 +148,9 @@ def make_known_lipschitz_plan(
         When the scales are estimable without ``scale_margin`` but not with
         it, spend up to this share of ``mu**2`` on them to reach the margin
         (as ``small_n_share``) rather than use the public defaults.
+    checkpoints : sequence of int, optional
+        Steps of the clip search (see
+        :func:`~skdp.solvers.heavy_tailed.gd.make_full_batch_plan`).
 
     Returns
     -------
@@ -190,6 +194,7 @@ def make_known_lipschitz_plan(
         reserved_share=scale_share,
         target=target,
         search_at_cap=search_at_cap,
+        checkpoints=checkpoints,
     )
     if not n_scales:
         return KnownLipschitzPlan(gd, default_scales=use_defaults)

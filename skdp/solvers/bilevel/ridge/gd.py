@@ -49,7 +49,12 @@ released (:mod:`~skdp.solvers.bilevel.ridge.curvature`,
 ``GaussianDpEvent(z_curvature)``, :data:`CURVATURE_SHARE`), the noise of the
 first stage's average is the exact variance of the finite run
 (:func:`averaged_iterate_noise`), the signal estimate asks for
-:data:`SIGNAL_KAPPA` times that noise without a floor. Where the rule finds
+:data:`SIGNAL_KAPPA` times that noise without a floor. The same public
+switch, where the default clip schedule would search (a public fact of the
+plan), searches the clip level only at a quarter and half of the steps, the
+fallback level before, with at most 75% of the gradients clipped
+(:func:`high_noise_clip_rule`, round 9): fewer, less noisy count releases
+from the same share. Where the rule finds
 no signal, the returned intercept is the gradient steps' one (as noisy as
 the coefficients, :func:`gd_intercept_noise`) and the released residual
 mean (its clip capped by :func:`no_signal_residual_clip`) combined at their
@@ -120,6 +125,7 @@ __all__ = [
     "combine_intercepts",
     "no_signal_residual_clip",
     "gradient_noise_ratio",
+    "high_noise_clip_rule",
     "gd_intercept_noise",
     "averaged_iterate_noise",
     "plan_ridge_gd",
@@ -143,6 +149,18 @@ _RESID_CLIP = 2.0
 #: Standard deviations of the selection noise by which a more penalized
 #: candidate must beat the least penalized one.
 SELECTION_MARGIN = 2.0
+#: Clip rule where the planned gradient noise is large (the curvature
+#: release is planned: a public rule, :func:`high_noise_clip_rule`): cap of
+#: the clipped fraction of per-sample gradients (``None``:
+#: :data:`CLIP_TARGET`'s 0.7) ...
+HIGH_NOISE_MAX_CLIPPED = 0.75
+#: ... and the clip search only at these fractions of the steps (``None``:
+#: :func:`~skdp.solvers.heavy_tailed.gd.checkpoint_schedule`, seven
+#: searches at 100 steps), the fallback level before the first. Issue 21,
+#: round 9 (``benchmarks/bilevel_ridge/small_n_rules.py``, paired, 40 seeds
+#: at epsilon = 1, n = 1e3): fewer searches from the same share give less
+#: noisy clip levels; see the user guide for the numbers.
+HIGH_NOISE_CHECKPOINTS = (0.25, 0.5)
 #: Largest plug-in penalty (units of ``s**2``): the model is then ~constant.
 MAX_PENALTY = 1e3
 #: Clipped fraction of per-sample gradients,
@@ -455,6 +473,7 @@ def plan_ridge_gd(
     curvature_share=0.0,
     large_n_rule=False,
     curvature_mu=None,
+    checkpoints=None,
 ):
     """Split a GDP budget ``mu`` between the path and its selection.
 
@@ -516,6 +535,12 @@ def plan_ridge_gd(
         not turn off because a larger ``delta`` lowers the planned noise
         (issue 21: at n = 1e3, epsilon = 1 the default ``delta`` took the
         ratio from 0.42 to 0.27).
+    checkpoints : sequence of int, optional
+        Steps of the clip search (default
+        :func:`~skdp.solvers.heavy_tailed.gd.checkpoint_schedule`);
+        ``curvature_share="auto"`` sets them (and the cap of the clipped
+        fraction) by :func:`high_noise_clip_rule` where it plans the
+        release.
 
     Returns
     -------
@@ -540,6 +565,7 @@ def plan_ridge_gd(
         small_n_share=small_n_share,
         intercept_share=intercept_share,
         large_n_rule=large_n_rule,
+        checkpoints=checkpoints,
     )
     if isinstance(curvature_share, str):
         if curvature_share != "auto":
@@ -554,6 +580,16 @@ def plan_ridge_gd(
         if tuning != "risk_estimate" or not ratio > CURVATURE_RATIO:
             return plain
         curvature_share = CURVATURE_SHARE
+        searched = plan_ridge_gd(
+            *args,
+            **dict(kwargs, curvature_share=curvature_share),
+            constant_share=constant_share,
+        )
+        if searched.fit.gd.checkpoints:  # thin out the planned searches
+            clip_target, checkpoints = high_noise_clip_rule(
+                clip_target, checkpoints, n_steps
+            )
+            kwargs.update(clip_target=clip_target, checkpoints=checkpoints)
     kwargs["curvature_share"] = curvature_share
     if isinstance(constant_share, str):
         if constant_share != "auto":
@@ -617,6 +653,7 @@ def plan_ridge_gd(
         bound_share=bound_share,
         target=clip_target,
         small_n_share=small_n_share,
+        checkpoints=checkpoints,
         **trunc,
     )
     if tuning == "risk_estimate":
@@ -642,6 +679,46 @@ def plan_ridge_gd(
         0.0 if not large or LARGE_N_STEP_FLOOR is None else float(LARGE_N_STEP_FLOOR),
         _heavy_tail_clipped(fit, n) if large else 0.0,
     )
+
+
+def high_noise_clip_rule(clip_target, checkpoints, n_steps):
+    """Clip rule where the curvature release is planned (public).
+
+    Where :func:`gradient_noise_ratio` exceeds :data:`CURVATURE_RATIO` (a
+    public rule of ``n``, ``d`` and the budget) and the plan with the
+    default schedule has a clip search (a public fact of the plan), the cap
+    of the clipped fraction is raised to :data:`HIGH_NOISE_MAX_CLIPPED` and
+    the clip level is searched only at the fractions
+    :data:`HIGH_NOISE_CHECKPOINTS` of the ``n_steps`` steps (the fallback
+    level before the first): fewer, less noisy counts from the same share.
+    A plan without a search (too few records for one at this budget) is
+    left as it is.
+
+    Parameters
+    ----------
+    clip_target : QuantileTarget
+    checkpoints : sequence of int or None
+        The caller's; kept if given.
+    n_steps : int
+
+    Returns
+    -------
+    clip_target : QuantileTarget
+    checkpoints : tuple of int or None
+
+    Examples
+    --------
+    >>> target, steps = high_noise_clip_rule(CLIP_TARGET, None, 100)
+    >>> target.max_fraction, steps
+    (0.75, (25, 50))
+    """
+    if HIGH_NOISE_MAX_CLIPPED is not None:
+        cap = max(clip_target.max_fraction, float(HIGH_NOISE_MAX_CLIPPED))
+        clip_target = replace(clip_target, max_fraction=cap)
+    if checkpoints is None and HIGH_NOISE_CHECKPOINTS is not None:
+        steps = sorted({int(f * n_steps) for f in HIGH_NOISE_CHECKPOINTS})
+        checkpoints = tuple(t for t in steps if 0 <= t < n_steps)
+    return clip_target, checkpoints
 
 
 def _heavy_tail_clipped(fit, n):
