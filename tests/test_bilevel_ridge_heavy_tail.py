@@ -142,3 +142,27 @@ def test_heavier_floor_reads_releases_and_keeps_the_plan(heavier_on, monkeypatch
     monkeypatch.setattr(rgd, "HEAVIER_TAIL_CLIPPED", 0.5)
     plan, res = _fit(*_rows("gauss"))
     assert res.info["clip_fraction"] == plan.fit.gd.clip_fraction < 0.4
+
+
+def test_short_first_stage_where_little_is_clipped():
+    # a public rule of n, d and the budget (the plan's clipped fraction)
+    mu = gdp_mu(1.0, 1e-10)
+    plan = rgd.plan_ridge_gd(mu, 100_000, 20, tuning="risk_estimate", large_n_rule=True)
+    assert plan.fit.gd.clip_fraction <= rgd.FIRST_STAGE_MAX_CLIPPED
+    first = int(rgd.LARGE_N_FIRST_STAGE * 100)
+    assert plan.stages == ((first, first - first // 2), (100 - first, 100 - first))
+    # the 0.7 cap at n = 1e4, d = 20, and below the large-n rule: halves
+    mu = gdp_mu(1.0, 1e-8)
+    for n in (10_000, 5_000):
+        plan = rgd.plan_ridge_gd(mu, n, 20, tuning="risk_estimate", large_n_rule=True)
+        assert plan.stages == ((50, 25), (50, 50))
+    plan = rgd.plan_ridge_gd(1.0, N, D, tuning="path", large_n_rule=True)
+    assert len(plan.stages) == len(rgd.DEFAULT_PENALTIES)
+
+
+def test_short_first_stage_keeps_the_privacy_plan(monkeypatch):
+    on = rgd.plan_ridge_gd(1.0, N, D, tuning="risk_estimate", large_n_rule=True)
+    monkeypatch.setattr(rgd, "LARGE_N_FIRST_STAGE", None)
+    off = rgd.plan_ridge_gd(1.0, N, D, tuning="risk_estimate", large_n_rule=True)
+    assert on.stages != off.stages == ((50, 25), (50, 50))
+    assert on.event == off.event and on.fit == off.fit

@@ -30,7 +30,8 @@ draw). A diagnostic, not a private run:
   ``HEAVY_TAIL_CLIPPED = c`` (0.4 by default), ``heavier c``: the floor
   ``c`` only above the released tail ratio ``HEAVIER_TAIL_RATIO``
   (``HEAVIER_TAIL_CLIPPED``), ``pool``: the two stages' averages pooled
-  (``POOL_STAGES = 0.01``), ``..., no noise``: with every group zeroed;
+  (``POOL_STAGES = 0.01``), ``first 0.3``: the first stage on 30% of the
+  steps (``LARGE_N_FIRST_STAGE``), ``..., no noise``: with every group zeroed;
 - ``--df``: Student-t(``df``) features and noise instead (held-out tails;
   the bounds scaled by the variance), ``--eps``: another epsilon.
 
@@ -90,6 +91,7 @@ PATCHES = {
 }
 DEFAULT_VARIANTS = list(PATCHES)
 ALL_NOISE = ("gd", "bounds", "ridge", "curvature")
+PATCHES["first 0.3"] = ((), {"LARGE_N_FIRST_STAGE": 0.3}, False)
 for _c in (0.5, 0.6):
     PATCHES[f"heavier {_c:g}"] = ((), {"HEAVIER_TAIL_CLIPPED": _c}, False)
 PATCHES["pool"] = ((), {"POOL_STAGES": 0.01}, False)

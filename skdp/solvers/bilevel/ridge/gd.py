@@ -300,6 +300,24 @@ LARGE_N_MAX_CLIPPED = None
 #: ... the first (unpenalized) stage averages its iterates from this fraction
 #: of its steps on (``None``: its second half) ...
 LARGE_N_AVERAGE_FROM = None
+#: ... the first (unpenalized) stage of ``tuning="risk_estimate"`` has this
+#: fraction of the steps (``None``: half) where the planned clipped fraction
+#: is at most :data:`FIRST_STAGE_MAX_CLIPPED`, so the second stage, whose
+#: iterates are all averaged into the returned model, gets the rest (a
+#: public rule of ``n``, ``d`` and the budget; no release moves). Issue 21,
+#: round 9, paired over 20 seeds at epsilon = 1 (geometric mean of the
+#: per-seed ratio to the halves, s.e. of its log;
+#: ``benchmarks/results/bilevel_ridge_large_n_rule_subset_s20_first_1e5.md``,
+#: ``..._first_1e4.md``, ``bilevel_ridge_heavy_decomposition_*first.md``):
+#: at n = 1e5, low SNR 0.965 (0.025), medium 0.965 (0.018), high 0.966
+#: (0.018), Student-t(3) 0.995 (0.009; 1.13 -> 1.08 times the best
+#: fixed-clip DP-GD by the ratio of medians); held out, t(3) at d = 50 0.950
+#: (0.013) and at epsilon = 2 1.007 (0.006). Where the plan clips more
+#: (n = 1e4, d = 20: the 0.7 cap) the first stage does not converge in 30
+#: steps: 1.05-1.53 there, hence the gate.
+LARGE_N_FIRST_STAGE = 0.3
+#: ... (the gate: planned clipped fraction, :data:`CLIP_TARGET`).
+FIRST_STAGE_MAX_CLIPPED = 0.3
 #: ... and the default step is at least this (for features of unit scale;
 #: ``None``: the floor of ``practical_step_size``).
 LARGE_N_STEP_FLOOR = None
@@ -649,6 +667,8 @@ def plan_ridge_gd(
         if n_steps < 2:
             raise ValueError('tuning="risk_estimate" needs at least 2 steps.')
         first = n_steps // 2
+        if _short_first_stage(large, fit.gd.clip_fraction):
+            first = min(n_steps - 1, max(2, int(float(LARGE_N_FIRST_STAGE) * n_steps)))
         skip = first // 2
         if large and LARGE_N_AVERAGE_FROM is not None:
             skip = min(first - 1, int(float(LARGE_N_AVERAGE_FROM) * first))
@@ -668,6 +688,15 @@ def plan_ridge_gd(
         0.0 if not large or LARGE_N_STEP_FLOOR is None else float(LARGE_N_STEP_FLOOR),
         _heavy_tail_clipped(fit, n) if large else 0.0,
         _heavier_tail_clipped(fit, n) if large else 0.0,
+    )
+
+
+def _short_first_stage(large, clip_fraction):
+    """Whether :data:`LARGE_N_FIRST_STAGE` applies (public: the plan's ``p``)."""
+    return (
+        large
+        and LARGE_N_FIRST_STAGE is not None
+        and clip_fraction <= FIRST_STAGE_MAX_CLIPPED
     )
 
 
