@@ -312,7 +312,10 @@ LARGE_N_AVERAGE_FROM = None
 #: at n = 1e5, low SNR 0.965 (0.025), medium 0.965 (0.018), high 0.966
 #: (0.018), Student-t(3) 0.995 (0.009; 1.13 -> 1.08 times the best
 #: fixed-clip DP-GD by the ratio of medians); held out, t(3) at d = 50 0.950
-#: (0.013) and at epsilon = 2 1.007 (0.006). Where the plan clips more
+#: (0.013) and at epsilon = 2 1.007 (0.006); at epsilon = 2 and 5 (10
+#: seeds, ``..._s10_eps2_first.md``, ``..._s10_eps5_first.md``) the Gaussian
+#: n = 1e5 cells 0.982-0.992, the t(3) cell 1.005 (0.007) and 1.008 (0.003).
+#: Where the plan clips more
 #: (n = 1e4, d = 20: the 0.7 cap) the first stage does not converge in 30
 #: steps: 1.05-1.53 there, hence the gate.
 LARGE_N_FIRST_STAGE = 0.3
