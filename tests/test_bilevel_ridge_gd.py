@@ -694,6 +694,7 @@ def test_large_n_rule_is_a_public_rule_of_n(monkeypatch):
     # switched off constants: the plan of large_n_rule=False
     _set_large_n_rule(monkeypatch, None, None, None, None)
     monkeypatch.setattr(rgd, "HEAVY_TAIL_CLIPPED", None)
+    monkeypatch.setattr(rgd, "LARGE_N_FIRST_STAGE", None)
     assert rgd.plan_ridge_gd(mu, n, d, large_n_rule=True, **kw) == off
 
 

@@ -82,3 +82,87 @@ def test_without_noise_no_floor(floor_on):
     X, y = _rows("t3")
     plan, res = _fit(X, y, mu=math.inf)
     assert plan.heavy_tail_clipped == 0.0 or res.info["clip_fraction"] == 0.0
+
+
+@pytest.fixture
+def heavier_on(monkeypatch):
+    monkeypatch.setattr(rgd, "HEAVY_TAIL_CLIPPED", 0.4)
+    monkeypatch.setattr(rgd, "HEAVIER_TAIL_CLIPPED", 0.5)
+
+
+def test_tail_clip_floor_levels():
+    # r = T / (s sqrt(D)): 0 up to HEAVY_TAIL_RATIO, then the heavy floor,
+    # then the heavier one above HEAVIER_TAIL_RATIO (if larger)
+    D, s = 9, 2.0
+    assert rgd.HEAVY_TAIL_RATIO < rgd.HEAVIER_TAIL_RATIO
+
+    def at(r, heavier=0.5):
+        return rgd.tail_clip_floor(r * s * math.sqrt(D), s, D, 0.4, heavier)
+
+    assert at(0.99 * rgd.HEAVY_TAIL_RATIO) == 0.0
+    assert at(1.01 * rgd.HEAVY_TAIL_RATIO) == 0.4
+    assert at(1.01 * rgd.HEAVIER_TAIL_RATIO) == 0.5
+    assert at(1.01 * rgd.HEAVIER_TAIL_RATIO, heavier=0.0) == 0.4
+    assert at(1.01 * rgd.HEAVIER_TAIL_RATIO, heavier=0.3) == 0.4
+    assert rgd.tail_clip_floor(math.nan, s, D, 0.4, 0.5) == 0.0
+
+
+def test_heavier_floor_only_with_the_heavy_one(heavier_on, monkeypatch):
+    plan = rgd.plan_ridge_gd(1.0, N, D, tuning="risk_estimate", large_n_rule=True)
+    assert (plan.heavy_tail_clipped, plan.heavier_tail_clipped) == (0.4, 0.5)
+    # below the large-n rule and where the truncation level is lowered: off
+    for n, d in ((5_000, 5), (10_000, 20)):
+        plan = rgd.plan_ridge_gd(
+            gdp_mu(1.0, 1e-8), n, d, tuning="risk_estimate", large_n_rule=True
+        )
+        assert plan.heavier_tail_clipped == 0.0
+    monkeypatch.setattr(rgd, "HEAVY_TAIL_CLIPPED", None)
+    plan = rgd.plan_ridge_gd(1.0, N, D, tuning="risk_estimate", large_n_rule=True)
+    assert plan.heavier_tail_clipped == 0.0
+
+
+def test_heavier_floor_reads_releases_and_keeps_the_plan(heavier_on, monkeypatch):
+    # the floor changes a quantile level (post-processing), not a release
+    on = rgd.plan_ridge_gd(1.0, N, D, tuning="risk_estimate", large_n_rule=True)
+    X, y = _rows("t3")
+    plan, res = _fit(X, y)
+    s, T = res.info["feature_scale"], res.info["truncation_threshold"]
+    ratio = T / (s * math.sqrt(D + 1))
+    assert ratio > rgd.HEAVIER_TAIL_RATIO  # t(3) rows, D = 6: about 3.5
+    assert res.info["clip_fraction"] == 0.5
+    monkeypatch.setattr(rgd, "HEAVIER_TAIL_CLIPPED", None)
+    off = rgd.plan_ridge_gd(1.0, N, D, tuning="risk_estimate", large_n_rule=True)
+    assert on.event == off.event and on.fit == off.fit
+    plan_off, res_off = _fit(X, y)
+    # the same releases before the descent (same draws), whatever the floor
+    assert res_off.info["truncation_threshold"] == T
+    assert res_off.info["feature_scale"] == s
+    assert res_off.info["clip_fraction"] == 0.4
+    # Gaussian rows: no floor at all
+    monkeypatch.setattr(rgd, "HEAVIER_TAIL_CLIPPED", 0.5)
+    plan, res = _fit(*_rows("gauss"))
+    assert res.info["clip_fraction"] == plan.fit.gd.clip_fraction < 0.4
+
+
+def test_short_first_stage_where_little_is_clipped():
+    # a public rule of n, d and the budget (the plan's clipped fraction)
+    mu = gdp_mu(1.0, 1e-10)
+    plan = rgd.plan_ridge_gd(mu, 100_000, 20, tuning="risk_estimate", large_n_rule=True)
+    assert plan.fit.gd.clip_fraction <= rgd.FIRST_STAGE_MAX_CLIPPED
+    first = int(rgd.LARGE_N_FIRST_STAGE * 100)
+    assert plan.stages == ((first, first - first // 2), (100 - first, 100 - first))
+    # the 0.7 cap at n = 1e4, d = 20, and below the large-n rule: halves
+    mu = gdp_mu(1.0, 1e-8)
+    for n in (10_000, 5_000):
+        plan = rgd.plan_ridge_gd(mu, n, 20, tuning="risk_estimate", large_n_rule=True)
+        assert plan.stages == ((50, 25), (50, 50))
+    plan = rgd.plan_ridge_gd(1.0, N, D, tuning="path", large_n_rule=True)
+    assert len(plan.stages) == len(rgd.DEFAULT_PENALTIES)
+
+
+def test_short_first_stage_keeps_the_privacy_plan(monkeypatch):
+    on = rgd.plan_ridge_gd(1.0, N, D, tuning="risk_estimate", large_n_rule=True)
+    monkeypatch.setattr(rgd, "LARGE_N_FIRST_STAGE", None)
+    off = rgd.plan_ridge_gd(1.0, N, D, tuning="risk_estimate", large_n_rule=True)
+    assert on.stages != off.stages == ((50, 25), (50, 50))
+    assert on.event == off.event and on.fit == off.fit

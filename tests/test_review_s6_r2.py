@@ -199,7 +199,7 @@ def test_auto_steps_on_dask_match_numpy(client):
 def test_bilevel_ridge_curvature_band_event_is_certified_by_dp_accounting(
     monkeypatch, ratio_rule
 ):
-    from skdp.linear_model import _bilevel_ridge as bilevel_module
+    from skdp.solvers.bilevel.ridge import gd_defaults as bilevel_module
 
     monkeypatch.setattr(rgd, "CURVATURE_RATIO", ratio_rule)
     plans = []

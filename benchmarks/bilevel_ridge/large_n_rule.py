@@ -20,6 +20,9 @@ and ``random_state``):
   HeavyTailedLinearRegression's ``_LARGE_N_TRUNC``; ``trunc+clip``: with
   the clip floor; ``heavy``: the clip floor only where the released
   truncation level exceeds twice ``s sqrt(D)`` (``HEAVY_TAIL_CLIPPED``);
+- ``heavy first0.3``: with the floor, the first stage of
+  ``tuning="risk_estimate"`` on 30% of the steps (``LARGE_N_FIRST_STAGE``;
+  half by default), the second, averaged whole, on the rest (round 9);
 - ``step+avg``: the rule without the clip floor; ``p<=c``: the clipped
   fraction capped at ``c`` (less clipping; 0.5, 0.4, 0.3), alone and with
   ``step+avg``.
@@ -74,7 +77,13 @@ for _cap in (0.5, 0.4, 0.3):
 VARIANTS["trunc"] = {"LARGE_N_TRUNC": 0.003}
 VARIANTS["trunc+clip"] = {"LARGE_N_TRUNC": 0.003, "LARGE_N_CLIPPED": 0.4}
 VARIANTS["heavy"] = {"HEAVY_TAIL_CLIPPED": 0.4}
+for _f in (0.3,):
+    VARIANTS[f"heavy first{_f:g}"] = {
+        "HEAVY_TAIL_CLIPPED": 0.4,
+        "LARGE_N_FIRST_STAGE": _f,
+    }
 SWITCHES = (
+    "LARGE_N_FIRST_STAGE",
     "HEAVY_TAIL_CLIPPED",
     "LARGE_N_TRUNC",
     "LARGE_N_STEP_FLOOR",

@@ -59,7 +59,7 @@ from benchmarks.bilevel_ridge.vs_baselines import (
 )
 from benchmarks.bilevel_ridge.vs_baselines import tasks as benchmark_tasks
 from skdp import BilevelRidge
-from skdp._testing.internals import bilevel_ridge_estimator_module as B
+from skdp._testing.internals import bilevel_ridge_gd_defaults_module as B
 from skdp._testing.internals import heavy_tailed_gd_module as G
 from skdp._testing.internals import ridge_gd_module as M
 

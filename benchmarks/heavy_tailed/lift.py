@@ -46,7 +46,7 @@ from skdp._testing.internals import QuantileTarget
 from skdp._testing.internals import heavy_tailed_estimator_module as ht
 
 #: name -> (epsilon, shrink, average_from, step factor, clipped fraction,
-#: intercept share of mu**2)
+#: intercept share of mu**2[, steps T of max_iter="auto" from n >= 1e4 on])
 CONFIGS = {
     "noshrink avg.5 clip.3": (1.0, False, 0.5, 1.0, 0.3, 0.04),
     "shrink avg.5 clip.3": (1.0, True, 0.5, 1.0, 0.3, 0.04),
@@ -62,6 +62,11 @@ CONFIGS = {
     "eps=1e4 shrink avg.5 clip.3": (1e4, True, 0.5, 1.0, 0.3, 0.04),
     "eps=1e4 shrink avg.25 step1.6 clip.4": (1e4, True, 0.25, 1.6, 0.4, 0.04),
     "default": None,
+    # issue 21, round 9: n = 3e5 (the default's rule with more steps or
+    # another clipped fraction; an 8th entry patches _LARGE_N_STEPS)
+    "shrink avg.25 step1.6 clip.5": (1.0, True, 0.25, 1.6, 0.5, 0.04),
+    "T150 shrink avg.25 step1.6 clip.4": (1.0, True, 0.25, 1.6, 0.4, 0.04, 150),
+    "T200 shrink avg.25 step1.6 clip.4": (1.0, True, 0.25, 1.6, 0.4, 0.04, 200),
 }
 
 
@@ -115,7 +120,7 @@ def fit(X, y, delta, seed, config):
     if config is None:
         m = HeavyTailedLinearRegression(epsilon=1.0, delta=delta, random_state=seed)
         return m.fit(X, y)
-    eps, shrink, avg, stepf, clip, ishare = config
+    eps, shrink, avg, stepf, clip, ishare, *steps = config
     m = HeavyTailedLinearRegression(epsilon=eps, delta=delta, random_state=seed)
     m._large_n_target = QuantileTarget(min_fraction=clip)
     m._large_n_average_from = avg
@@ -123,12 +128,14 @@ def fit(X, y, delta, seed, config):
         m._intercept_share = lambda n, loss: ishare if n >= ht._LARGE_N else 0.0
     orig_step = type(m)._step
     m._step = lambda loss, p: orig_step(m, loss, p) * stepf
-    saved = ht._SHRINK_INTERCEPT
+    saved = ht._SHRINK_INTERCEPT, ht._LARGE_N_STEPS
     ht._SHRINK_INTERCEPT = shrink
+    if steps:
+        ht._LARGE_N_STEPS = int(steps[0])
     try:
         return m.fit(X, y)
     finally:
-        ht._SHRINK_INTERCEPT = saved
+        ht._SHRINK_INTERCEPT, ht._LARGE_N_STEPS = saved
 
 
 def main():

@@ -138,7 +138,8 @@ def default_ridge_gd_plan(
         # (a public rule of n; its parts are off: none measured better
         # in every cell, see plan_ridge_gd's LARGE_N constants), except
         # its clip floor where the released rows are heavy-tailed
-        # (HEAVY_TAIL_CLIPPED)
+        # (HEAVY_TAIL_CLIPPED), and a 30-step first stage where the plan
+        # clips at most 30% of the gradients (LARGE_N_FIRST_STAGE)
         large_n_rule=True,
         curvature_mu=curvature_mu,
     )
