@@ -22,64 +22,50 @@ from skdp import MinimaxFairClassifier
 from skdp._testing.internals import saddle_point_plan_module as P
 from skdp.fairness import worst_group_loss
 
-task = load_task(sys.argv[1] if len(sys.argv) > 1 else "synthetic")
-Xtr, ytr, gtr, Xte, yte, gte = (
-    task[k] for k in ("Xtr", "ytr", "gtr", "Xte", "yte", "gte")
-)
-common = dict(
-    groups=task["groups"],
-    group_priors=task["priors"],
-    feature_norm=task["feature_norm"],
-    classes=[0, 1],
-)
-base = dict(P._GDA_NOISELESS)
-variants = {
+NOISY = {"primal_average_from": 0.5, "dual_warmup": 0.3}
+VARIANTS = {
     "default (noiseless)": {},
-    "step x3 only": dict(
-        _GDA_NOISELESS={
-            **base,
-            "dual_step": 0.3,
-            "primal_average_from": 0.5,
-            "dual_warmup": 0.3,
-        }
-    ),
-    "dual 1 only": dict(
-        _GDA_NOISELESS={
-            **base,
-            "step_factor": 1.0,
-            "primal_average_from": 0.5,
-            "dual_warmup": 0.3,
-        }
-    ),
-    "last iterate only": dict(
-        _GDA_NOISELESS={
-            **base,
-            "step_factor": 1.0,
-            "dual_step": 0.3,
-            "dual_warmup": 0.3,
-        }
-    ),
-    "step3, dual 1, avg 50%": dict(_GDA_NOISELESS={**base, "primal_average_from": 0.5}),
-    "step3, dual 0.3, last": dict(_GDA_NOISELESS={**base, "dual_step": 0.3}),
+    "step x3 only": {"dual_step": 0.3, **NOISY},
+    "dual 1 only": {"step_factor": 1.0, **NOISY},
+    "last iterate only": {"step_factor": 1.0, "dual_step": 0.3, "dual_warmup": 0.3},
+    "step3, dual 1, avg 50%": {"primal_average_from": 0.5},
+    "step3, dual 0.3, last": {"dual_step": 0.3},
 }
-for name, patch in variants.items():
-    saved = {k: getattr(P, k) for k in patch}
-    for k, v in patch.items():
-        setattr(P, k, v)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for mi in (100, 300):
+
+
+def main(task_name):
+    task = load_task(task_name)
+    Xtr, ytr, gtr, Xte, yte, gte = (
+        task[k] for k in ("Xtr", "ytr", "gtr", "Xte", "yte", "gte")
+    )
+    common = dict(
+        groups=task["groups"],
+        group_priors=task["priors"],
+        feature_norm=task["feature_norm"],
+        classes=[0, 1],
+    )
+    base = dict(P._GDA_NOISELESS)
+    for name, change in VARIANTS.items():
+        P._GDA_NOISELESS = {**base, **change}
+        try:
+            for max_iter in (100, 300):
                 t0 = time.time()
-                clf = MinimaxFairClassifier(
-                    epsilon=np.inf, random_state=0, max_iter=mi, **common
-                ).fit(Xtr, ytr, sensitive_features=gtr)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    clf = MinimaxFairClassifier(
+                        epsilon=np.inf, random_state=0, max_iter=max_iter, **common
+                    ).fit(Xtr, ytr, sensitive_features=gtr)
                 p = clf.predict_proba(Xte)[:, 1]
-                wl = worst_group_loss(yte, p, sensitive_features=gte) if True else None
+                loss = worst_group_loss(yte, p, sensitive_features=gte)
+                gap = certified_gap(clf, task)
                 print(
-                    f"{name:28s} max_iter={mi}: wg test logloss {wl:.4f}  gap {certified_gap(clf, task):.2e}  ({time.time() - t0:.1f}s)",
+                    f"{name:28s} max_iter={max_iter}: wg test logloss {loss:.4f}"
+                    f"  gap {gap:.2e}  ({time.time() - t0:.1f}s)",
                     flush=True,
                 )
-    finally:
-        for k, v in saved.items():
-            setattr(P, k, v)
+        finally:
+            P._GDA_NOISELESS = base
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "synthetic")
