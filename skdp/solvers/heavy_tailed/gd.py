@@ -207,7 +207,8 @@ def make_full_batch_plan(
         Steps of the clip search (public; default
         :func:`checkpoint_schedule`). Before the first one the solver uses
         its fallback clip level. The search's share is the same however
-        many there are.
+        many there are. Duplicates and steps outside ``[0, n_steps)`` are
+        dropped (the run would not search there).
 
     Returns
     -------
@@ -222,7 +223,10 @@ def make_full_batch_plan(
     """
     if checkpoints is None:
         checkpoints = checkpoint_schedule(n_steps)
-    checkpoints = tuple(int(t) for t in checkpoints) if adaptive_clip else ()
+    # the run searches at each distinct step in [0, n_steps) once (a set):
+    # charge exactly those searches, no more
+    steps = {int(t) for t in checkpoints if 0 <= int(t) < n_steps}
+    checkpoints = tuple(sorted(steps)) if adaptive_clip else ()
     grad_share = 1.0 - reserved_share
     if checkpoints:
         n_counts = len(checkpoints) * BISECTION_STEPS
