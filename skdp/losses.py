@@ -53,6 +53,8 @@ class _GLMLoss:
         tau : float
             Huber threshold (0 otherwise).
         """
+        if self.kernel_code is None:
+            raise TypeError(f"No compiled kernel for the loss {self!r}.")
         return self.kernel_code, 0.0
 
     def lipschitz_on(self, radius):
@@ -242,8 +244,9 @@ class HuberLoss(_GLMLoss):
     curvature_bound = 1.0
 
     def __init__(self, tau=1.0):
-        if not tau > 0:
-            raise ValueError("tau must be positive.")
+        if not 0 < tau < np.inf:
+            # tau = inf is the squared loss; its bound tau ||a|| would be inf
+            raise ValueError("tau must be positive and finite.")
         self.tau = float(tau)
         self.derivative_bound = self.tau
 

@@ -105,3 +105,16 @@ def test_losses_own_their_kernel_code_and_lipschitz_bounds():
     np.testing.assert_array_equal(
         LogisticLoss().row_lipschitz_bounds(norms, y, 5.0), norms
     )
+
+
+def test_huber_tau_must_be_finite_and_kernel_args_need_a_kernel():
+    """tau = inf would give infinite per-row Lipschitz bounds (it is the
+    squared loss); a loss without a compiled kernel says so."""
+    with pytest.raises(ValueError, match="finite"):
+        HuberLoss(np.inf)
+
+    class NoKernel(SquaredLoss):
+        kernel_code = None
+
+    with pytest.raises(TypeError, match="No compiled kernel"):
+        NoKernel().kernel_args()
