@@ -766,8 +766,8 @@ def high_noise_clip_rule(clip_target, checkpoints, n_steps):
         cap = max(clip_target.max_fraction, float(HIGH_NOISE_MAX_CLIPPED))
         clip_target = replace(clip_target, max_fraction=cap)
     if checkpoints is None and HIGH_NOISE_CHECKPOINTS is not None:
-        steps = sorted({int(f * n_steps) for f in HIGH_NOISE_CHECKPOINTS})
-        checkpoints = tuple(t for t in steps if 0 <= t < n_steps)
+        # the plan keeps the distinct steps in [0, n_steps), sorted
+        checkpoints = tuple(int(f * n_steps) for f in HIGH_NOISE_CHECKPOINTS)
     return clip_target, checkpoints
 
 
