@@ -6,6 +6,7 @@ Submodules: :mod:`benchmarks._common.baselines` (pinned private baselines),
 """
 
 import os
+import subprocess
 from pathlib import Path
 
 #: The repository root (the folder holding ``benchmarks/``).
@@ -18,6 +19,21 @@ RESULTS = ROOT / "benchmarks" / "results"
 def benchmark_delta(n):
     """``min(1e-6, 1 / n**2)``, the delta of the issue's table."""
     return min(1e-6, 1.0 / float(n) ** 2)
+
+
+def head_commit():
+    """Short hash of the checked-out commit, for a result file's header
+    (``"unknown"`` outside a git checkout)."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+    except OSError:
+        return "unknown"
+    return out.stdout.strip() or "unknown"
 
 
 def adult_dir():

@@ -41,7 +41,6 @@ Writes ``benchmarks/results/bilevel_ridge_small_n_rules<suffix>.md``.
 
 import argparse
 import math
-import subprocess
 import time
 import warnings
 from contextlib import contextmanager
@@ -50,7 +49,7 @@ from dataclasses import replace
 import numpy as np
 from scipy.stats import norm
 
-from benchmarks._common import RESULTS
+from benchmarks._common import RESULTS, head_commit
 from benchmarks._common.baselines import benchmark_delta
 from benchmarks.bilevel_ridge.vs_baselines import (
     diabetes_task,
@@ -286,9 +285,7 @@ def main():
                 )
                 lines.append(f"| {cell} | {eps:g} | {v} | {summary(base, new)} |")
                 print(lines[-1], flush=True)
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
+    commit = head_commit()
     cmd = (
         "nice -n 10 python -m benchmarks.bilevel_ridge.small_n_rules --seeds "
         f"{args.seeds} --epsilon {' '.join(f'{e:g}' for e in args.epsilon)} "

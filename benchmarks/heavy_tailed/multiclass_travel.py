@@ -34,13 +34,12 @@ import contextlib
 import json
 import math
 import re
-import subprocess
 import time
 
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from benchmarks._common import RESULTS
+from benchmarks._common import RESULTS, head_commit
 from benchmarks.heavy_tailed.multiclass import (
     CLIPS,
     LRS,
@@ -233,9 +232,7 @@ def main():
                 + " |"
             )
             print(lines[-1], flush=True)
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
+    commit = head_commit()
     head = [
         "# Multinomial step count / step / clip / averaging probe (issue 17)",
         "",

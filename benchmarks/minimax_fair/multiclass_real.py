@@ -45,7 +45,6 @@ import argparse
 import contextlib
 import json
 import math
-import subprocess
 import time
 import warnings
 from itertools import product
@@ -54,7 +53,7 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 
-from benchmarks._common import RESULTS
+from benchmarks._common import RESULTS, head_commit
 from benchmarks.heavy_tailed.multiclass import (
     acc_of,
     dp_gd_multinomial,
@@ -79,14 +78,6 @@ def previous_schedule():
         yield
     finally:
         plan_module.multinomial_average_from = saved
-
-
-def commit():
-    """Short hash of the checked-out commit (recorded in the result file)."""
-    out = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    )
-    return out.stdout.strip() or "unknown"
 
 
 def fit_minimax(Xtr, ytr, Xte, yte, K, eps, seed):
@@ -268,7 +259,7 @@ def main():
     lines = [
         "# MinimaxFairClassifier, multiclass, against fixed-clip multinomial DP-GD",
         "",
-        f"`{cmd}` (commit {commit()}; {size}; {minutes:.1f} min on a shared "
+        f"`{cmd}` (commit {head_commit()}; {size}; {minutes:.1f} min on a shared "
         "2-core machine). "
         "One group (no `sensitive_features`: plain multinomial ERM, the fair "
         "comparison with DP-GD), `classes=range(K)`, defaults otherwise "

@@ -36,14 +36,13 @@ import argparse
 import contextlib
 import json
 import math
-import subprocess
 import time
 import warnings
 
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from benchmarks._common import RESULTS
+from benchmarks._common import RESULTS, head_commit
 from benchmarks.heavy_tailed.multiclass import heldout_splits, real_data, synthetic
 from skdp import MinimaxFairClassifier
 from skdp._testing.internals import heavy_tailed_multinomial_module as multinomial
@@ -61,14 +60,6 @@ def primal_average(frac):
         yield
     finally:
         plan_module.multinomial_average_from = saved
-
-
-def commit():
-    """Short hash of the checked-out commit (recorded in the result file)."""
-    out = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    )
-    return out.stdout.strip() or "unknown"
 
 
 def variant_kwargs(variant, n, d, K, eps):
@@ -216,7 +207,7 @@ def main():
         f"--datasets {args.datasets} --splits {args.splits} --syn-reps "
         f"{args.syn_reps} --syn-n {args.syn_n} --seeds-per-split {per} --eps "
         f"{args.eps} --variants "
-        f"{args.variants}` (commit {commit()}; {minutes:.1f} min, shared 2-core "
+        f"{args.variants}` (commit {head_commit()}; {minutes:.1f} min, shared 2-core "
         "machine). "
         "'±': standard error of paired differences (same split, seed).",
         "",
