@@ -625,6 +625,10 @@ def test_intercept_shrinkage():
     assert rgd.intercept_shrinkage(2.0, 1.0) == 1.5
     assert rgd.intercept_shrinkage(-0.5, 1.0) == 0.0
     assert rgd.intercept_shrinkage(3.0, 0.0) == 3.0
+    # Tiny released values: b * b underflows, the factor must not divide by 0.
+    assert rgd.intercept_shrinkage(1e-170, 1e-171) == pytest.approx(0.99e-170)
+    assert rgd.intercept_shrinkage(1e-170, 1e-160) == 0.0
+    assert rgd.intercept_shrinkage(0.0, 1.0) == 0.0
 
 
 def test_check_residual_clip():

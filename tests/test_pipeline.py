@@ -24,6 +24,7 @@ from skdp import (
     HeavyTailedLogisticRegression,
     MinimaxFairClassifier,
     PrivacyAccountant,
+    UnscaledDataWarning,
     check_pipeline,
     spent,
 )
@@ -347,6 +348,34 @@ def test_bilevel_ridge_warns_on_raw_diabetes():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         skdp.BilevelRidge(random_state=0).fit(Xs, ys)
+
+
+def test_raw_units_warning_points_at_the_users_line():
+    # The warning names the caller's file, not a frame inside skdp or
+    # scikit-learn, whether the estimator is fitted alone or in a Pipeline.
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True, scaled=False)
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(4000, 3))
+    yc = (Z[:, 0] + rng.logistic(size=4000) > 0).astype(int)
+    raw = Z * [1.0, 1.0, 1e5] + [0, 0, 2e5]
+    fits = [
+        lambda: skdp.BilevelRidge(random_state=0).fit(X, y),
+        lambda: HeavyTailedLogisticRegression(classes=[0, 1], random_state=0).fit(
+            raw, yc
+        ),
+        lambda: make_pipeline(
+            HeavyTailedLogisticRegression(classes=[0, 1], random_state=0)
+        ).fit(raw, yc),
+    ]
+    for fit in fits:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fit()
+        unscaled = [w for w in caught if issubclass(w.category, UnscaledDataWarning)]
+        assert unscaled
+        assert {w.filename for w in unscaled} == {__file__}
 
 
 def test_warn_if_unscaled_rules():

@@ -553,7 +553,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         self.feature_scale_ = pick("feature_scale")
         # Post-processing of the released scale: raw units warn, at no privacy cost.
         s = np.ravel(self.feature_scale_)[0]
-        warn_if_unscaled(type(self).__name__, feature_scale=s, stacklevel=4)
+        warn_if_unscaled(type(self).__name__, feature_scale=s)
         if self.solver == "known_lipschitz":
             self.truncation_threshold_ = pick("truncation")
 

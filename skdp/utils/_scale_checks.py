@@ -11,9 +11,12 @@ post-processing and costs no privacy.
 """
 
 import math
+import os
+import sys
 import warnings
 
 import numpy as np
+import sklearn
 
 from ..exceptions import UnscaledDataWarning
 
@@ -28,6 +31,28 @@ _ADVICE = (
     "make_pipeline(skdp.preprocessing.StandardScaler(bounds=(lower, upper)), "
     "{name}(...)), or scale them with public constants."
 )
+
+
+# Frames in these packages are not the user's: the warning points past them.
+_LIBRARY_DIRS = tuple(
+    os.path.dirname(os.path.abspath(module.__file__)) + os.sep
+    for module in (sys.modules[__name__.split(".")[0]], sklearn)
+)
+
+
+def _user_stacklevel():
+    """The ``stacklevel`` of the first caller outside skdp and scikit-learn.
+
+    Counted from the caller of this function (level 1), so that the warning
+    names the user's line however deep the estimator's call chain is (it
+    passes through scikit-learn's ``_fit_context`` and a Pipeline's steps).
+    """
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+        _LIBRARY_DIRS
+    ):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _message(name, what):
@@ -45,7 +70,7 @@ def warn_if_unscaled(
     feature_scale=None,
     row_norm=None,
     n_features=None,
-    stacklevel=3,
+    stacklevel=None,
 ):
     """Warn if released (or public) scales show that one column dominates.
 
@@ -72,7 +97,9 @@ def warn_if_unscaled(
     feature_scale : float, optional
     row_norm : float, optional
     n_features : int, optional
-    stacklevel : int, default=3
+    stacklevel : int, optional
+        Passed to :func:`warnings.warn`. By default, the first frame outside
+        skdp and scikit-learn: the user's call.
 
     Returns
     -------
@@ -112,5 +139,7 @@ def warn_if_unscaled(
             )
     if what is None:
         return False
+    if stacklevel is None:
+        stacklevel = _user_stacklevel()
     warnings.warn(_message(name, what), UnscaledDataWarning, stacklevel=stacklevel)
     return True

@@ -1613,9 +1613,13 @@ def intercept_shrinkage(value, noise_std):
     3.0
     """
     b, t = float(value), float(noise_std)
-    if not t > 0 or b == 0.0:
+    if not t > 0:
         return b
-    return b * max(0.0, 1.0 - (t * t) / (b * b))
+    if not abs(b) > t:  # within its noise of 0
+        return 0.0
+    # (t / b) ** 2 where b * b underflows (|b| < 1.5e-162).
+    ratio = (t * t) / (b * b) if b * b > 0.0 else (t / b) ** 2
+    return b * max(0.0, 1.0 - ratio)
 
 
 def select_candidate(differences, stds, margin=SELECTION_MARGIN):
