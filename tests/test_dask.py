@@ -941,3 +941,27 @@ def test_minimax_fair_predict_on_dask_is_lazy(client, classes):
         out = getattr(est, method)(Xd)
         assert isinstance(out, da.Array)
         np.testing.assert_allclose(out.compute(), getattr(est, method)(X), rtol=1e-12)
+
+
+def test_declared_classes_checked_alike_on_numpy_and_dask(client):
+    # A duplicate or a single declared label is refused on both paths, before
+    # any spending, with the same message (it reads only the parameter).
+    from skdp import MinimaxFairClassifier
+
+    X, y = _data(n=500)
+    yc = (y > 0).astype(int)
+    Xd, yd = _dask(X, yc)
+    for classes in ([0, 1, 1], [1]):
+        for make in (
+            lambda c, a: HeavyTailedLogisticRegression(
+                classes=c, accountant=a, delta=1e-6
+            ),
+            lambda c, a: MinimaxFairClassifier(
+                classes=c, accountant=a, delta=1e-6, feature_norm=3.0
+            ),
+        ):
+            for data in ((X, yc), (Xd, yd)):
+                acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+                with pytest.raises(ValueError, match="at least two distinct labels"):
+                    make(classes, acc).fit(*data)
+                assert acc.ledger == []

@@ -29,6 +29,7 @@ from ..solvers._distributed import (
     persist_records,
     reject_dask,
 )
+from ..utils import check_declared_classes
 from ..utils._sparse import append_constant_column, clip_rows_any, row_norms
 from ._groups import encode_groups
 
@@ -156,11 +157,7 @@ def fit_minimax_on_dask(est, X, y, sensitive_features=None):
         sensitive_features, "__dask_graph__"
     ):
         raise TypeError("With a dask X, sensitive_features must be a dask array too.")
-    classes = np.unique(np.asarray(est.classes))
-    if classes.size < 2:
-        raise ValueError(
-            f"classes must list at least two distinct labels, got {est.classes!r}."
-        )
+    classes = check_declared_classes(est.classes)
     n = int(X.shape[0])
     # declared groups and priors (public): the numpy path's validation
     labels, _, priors = est._validate_groups(None if sensitive_features is None

@@ -14,7 +14,7 @@ from ..exceptions import warn_inferred_set
 from ..solvers._distributed import is_dask_collection, lazy_rows
 from ..solvers.saddle_point.plan import plan_minimax
 from ..solvers.saddle_point.run import release_inputs, run_minimax
-from ..utils import uncenter_intercept
+from ..utils import check_declared_classes, uncenter_intercept
 from ..utils._sparse import is_sparse, reject_sparse
 from ._dask_fit import fit_minimax_on_dask
 from ._groups import encode_groups, inferred_group_labels, normalise_label
@@ -371,17 +371,7 @@ class MinimaxFairClassifier(
     def _validate_labels(self, y):
         check_classification_targets(y)
         if self.classes is not None:
-            classes = np.asarray(self.classes)
-            if (
-                classes.ndim != 1
-                or classes.size < 2
-                or np.unique(classes).size != classes.size
-            ):
-                raise ValueError(
-                    "classes must list at least two distinct labels, got "
-                    f"{self.classes!r}."
-                )
-            classes = np.sort(classes)
+            classes = check_declared_classes(self.classes)
             unknown = ~np.isin(y, classes)
             if np.any(unknown):
                 # The offending values are not echoed (a further release).

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..losses import LogisticLoss
 from ..solvers._distributed import as_dask_xy, check_budget_before_pass, reject_dask
+from ..utils import check_declared_classes
 
 __all__ = [
     "check_budget_before_pass",  # from solvers._distributed
@@ -37,7 +38,7 @@ def _check_supported(est, X):
                 "HeavyTailedLogisticRegression on dask input needs the public "
                 "`classes=[...]`: reading the labels from y is not distributed."
             )
-        n_classes = np.unique(np.asarray(est.classes)).size
+        n_classes = check_declared_classes(est.classes).size
         if n_classes > 2 and est.multi_class != "multinomial":
             reject_dask(X, "HeavyTailedLogisticRegression(multi_class='ovr')")
 
@@ -67,7 +68,7 @@ def validate_dask_rows(est, X, y, labels=False):
     X, y = as_dask_xy(X, y, y_dtype=None if labels else np.float64)
     checks = [da.isfinite(X).all()]
     if labels:
-        classes = np.unique(np.asarray(est.classes))
+        classes = check_declared_classes(est.classes)
         checks.append(da.isin(y, classes).all())
     else:
         checks.append(da.isfinite(y).all())
@@ -129,7 +130,7 @@ def fit_heavy_tailed_on_dask(est, X, y):
         est._set_info([res])
         return est
     X, y = validate_dask_rows(est, X, y, labels=True)
-    est.classes_ = np.unique(np.asarray(est.classes))
+    est.classes_ = check_declared_classes(est.classes)
     est._softmax = False
     if est.classes_.size > 2:
         return _fit_multinomial(est, X, y)

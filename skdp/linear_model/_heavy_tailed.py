@@ -67,7 +67,12 @@ from ..solvers.heavy_tailed.onepass import (
     onepass_clipped_dp_sgd,
     onepass_schedule,
 )
-from ..utils import clip_rows, safe_row_norms, uncenter_intercept
+from ..utils import (
+    check_declared_classes,
+    clip_rows,
+    safe_row_norms,
+    uncenter_intercept,
+)
 from ..utils._scale_checks import warn_if_unscaled
 from ..utils._sparse import as_float_rows, clip_rows_any, is_sparse
 from ._dask_fit import fit_heavy_tailed_on_dask
@@ -1169,9 +1174,7 @@ class HeavyTailedLogisticRegression(
                     "public list of labels with classes=[...] to fit anyway."
                 )
             return classes
-        classes = np.unique(np.asarray(self.classes))
-        if classes.size < 2:
-            raise ValueError("`classes` must list at least two labels.")
+        classes = check_declared_classes(self.classes)
         unknown = ~np.isin(y, classes)
         if np.any(unknown):
             raise ValueError(

@@ -2,6 +2,7 @@
 
 from ._validation import (
     add_intercept_column,
+    check_declared_classes,
     check_generator,
     clip_factors,
     clip_rows,
@@ -13,6 +14,7 @@ from ._validation import (
 
 __all__ = [
     "add_intercept_column",
+    "check_declared_classes",
     "check_generator",
     "clip_factors",
     "clip_rows",

@@ -17,6 +17,7 @@ __all__ = [
     "resolve_delta",
     "check_generator",
     "add_intercept_column",
+    "check_declared_classes",
 ]
 
 
@@ -340,3 +341,41 @@ def add_intercept_column(X, value=1.0):
     """
     X = np.asarray(X, dtype=float)
     return np.hstack([X, np.full((X.shape[0], 1), float(value))])
+
+
+def check_declared_classes(classes):
+    """Validate a declared (public) label set and return it sorted.
+
+    The same check on every path (numpy and dask, every classifier), so that
+    a declaration is accepted or refused whatever the data: it reads only the
+    parameter.
+
+    Parameters
+    ----------
+    classes : array-like of shape (n_classes,)
+        The public labels, at least two, each listed once.
+
+    Returns
+    -------
+    classes : ndarray of shape (n_classes,)
+        Sorted.
+
+    Raises
+    ------
+    ValueError
+        If ``classes`` is not one-dimensional, lists fewer than two labels, or
+        lists a label twice (a duplicate is refused rather than dropped: it
+        is most likely a typo for another label).
+
+    Examples
+    --------
+    >>> check_declared_classes(["b", "a"]).tolist()
+    ['a', 'b']
+    """
+    declared = np.asarray(classes)
+    unique = np.unique(declared) if declared.ndim == 1 else declared
+    if declared.ndim != 1 or declared.size < 2 or unique.size != declared.size:
+        raise ValueError(
+            f"classes must list at least two distinct labels, got {classes!r}."
+        )
+    return unique
