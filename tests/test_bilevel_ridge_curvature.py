@@ -298,6 +298,61 @@ def test_released_curvature_raises_the_penalty_where_rows_are_clipped():
     assert f(noise, clips, 1.0) < rgd.MAX_PENALTY
 
 
+def test_probe_switches_set_the_noise_of_the_finite_run(monkeypatch):
+    # planned_finite_run: the planned curvature's finite-run variance
+    # instead of the stationary limit; FINAL_STAGE_NOISE (off): the
+    # penalty's noise is that of the second stage's average (issue 21)
+    z, n, m, p, step = 50.0, 1000, 15, 0.2, 0.25
+    f = rgd.plugin_penalty(
+        z, n, m, False, p, step_size=step, final_stage=(70, 70), **rgd.PLUGIN_RULE
+    )
+    w, clips, s = [np.full(20, 0.3)], np.full(30, 1.0), 1.0
+    h = (1.0 - p) * s * s
+    sig = 2.0 * clips * z / n
+    stat = rgd.statistical_noise(1.0, s, 20, p, n)
+    ww = float(w[0] @ w[0])
+
+    def expected(v, v_shrunk):
+        signal = max(ww - 20 * v, rgd.SIGNAL_FLOOR * ww)
+        return h / (s * s) * 20 * v_shrunk / signal
+
+    v = np.mean(sig**2) / (h * h * m) + stat
+    assert f(w, clips, s) == pytest.approx(expected(v, v))
+    kw = dict(step_size=step, final_stage=(70, 70), planned_finite_run=True)
+    f = rgd.plugin_penalty(z, n, m, False, p, **kw, **rgd.PLUGIN_RULE)
+    v = rgd.averaged_iterate_noise(sig, step * h, step, m) + stat
+    assert f(w, clips, s) == pytest.approx(expected(v, v))
+    monkeypatch.setattr(rgd, "FINAL_STAGE_NOISE", True)
+    ahead = np.concatenate([sig, np.full(70, sig[-1])])
+    v_final = rgd.averaged_iterate_noise(ahead, step * h, step, 70) + stat
+    assert v_final < v
+    assert f(w, clips, s) == pytest.approx(expected(v, v_final))
+
+
+@pytest.mark.parametrize("n, short", [(50_000, True), (5_000, False)])
+def test_ridge_gd_uses_the_finite_run_where_the_first_stage_is_short(
+    monkeypatch, n, short
+):
+    # PLANNED_FINITE_RUN="short": a public fact of the plan (issue 21)
+    seen = []
+    orig = rgd.plugin_penalty
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["planned_finite_run"])
+        return orig(*args, **kwargs)
+
+    monkeypatch.setattr(rgd, "plugin_penalty", spy)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 3))
+    y = X @ np.array([0.1, 0.0, -0.1]) + 5.0 * rng.normal(size=n)
+    plan = rgd.plan_ridge_gd(
+        gdp_mu(1.0, 1e-8), n, 3, tuning="risk_estimate", large_n_rule=True
+    )
+    assert (plan.stages[0][0] < 50) == short
+    rgd.ridge_gd(X, y, plan, rng)
+    assert seen == [short]
+
+
 def test_gd_intercept_noise_is_the_intercept_column_variance():
     clips = np.full(100, 2.0)
     t = rgd.gd_intercept_noise(clips, 10.0, 500, 2.0, 1.0, 0.5, 50)

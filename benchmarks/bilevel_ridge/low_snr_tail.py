@@ -7,11 +7,11 @@ repository root with ``PYTHONPATH=.`` (``--seeds``, ``--epsilon``,
 ``benchmarks/bilevel_ridge/vs_baselines.py`` (public bounds) it logs per
 seed the first stage's evidence ``r = ||w||**2 / (d v)`` (``v`` the plug-in
 rule's noise estimate per coordinate), the first stage's actual noise
-``||w - theta||**2 / d`` over ``v`` (``theta`` the true coefficients; not
-known to the rule), the chosen penalty (units of ``s**2``), the released
-curvature (units of ``s**2``), whether the curvature release was planned,
-and the excess risk of the fit (the zero model's is ``||theta||**2 + 1 =
-2`` on the Gaussian tasks).
+``||w - theta||**2 / d`` over ``v`` (``theta`` the true coefficients in the
+solver's units, :func:`solver_units`; not known to the rule), the chosen
+penalty (units of ``s**2``), the released curvature (units of ``s**2``),
+whether the curvature release was planned, and the excess risk of the fit
+(the zero model's is ``||theta||**2 + 1 = 2`` on the Gaussian tasks).
 """
 
 import argparse
@@ -21,10 +21,11 @@ import warnings
 
 import numpy as np
 
-from benchmarks._common import RESULTS
+from benchmarks._common import RESULTS, head_commit
 from benchmarks._common.baselines import benchmark_delta
 from benchmarks.bilevel_ridge.vs_baselines import tasks
 from skdp import BilevelRidge
+from skdp._testing.internals import bilevel_ridge_gd_defaults_module as G
 from skdp._testing.internals import ridge_gd_module as M
 
 CELLS = ("low SNR, n=1e+03",)
@@ -85,6 +86,10 @@ def run(cells, seeds, epsilon, delta_mode):
                     ).fit(X, y)
                 e = log[-1]
                 d = e["w"].size
+                # w is in the solver's units (issue 21: before, theta was
+                # not, and actual/v read 1 + ||w||**2 over d v where the
+                # bounds set the units, e.g. n = 1e3 at epsilon = 0.5)
+                theta = theta * solver_units(bounds, X.shape[0], d, epsilon, m.delta_)
                 ww = float(e["w"] @ e["w"])
                 actual = float((e["w"] - theta) @ (e["w"] - theta))
                 if "diabetes" in name:  # no true coefficients
@@ -108,6 +113,34 @@ def run(cells, seeds, epsilon, delta_mode):
     finally:
         M.plugin_penalty = orig
     return rows
+
+
+def solver_units(bounds, n, d, epsilon, delta):
+    """``c / a``: the solver's coefficients are ``coef * c / a`` (public).
+
+    Where ``n`` is too small for private scales at this budget (a public
+    fact of the plan, :func:`default_ridge_gd_plan`), the public bounds set
+    the solver's units: ``x' = a x`` and ``y' = c y`` with ``a = sqrt(d) /
+    feature_norm``, ``c = 3 / target_bound``
+    (:func:`~skdp.solvers.bilevel.ridge.gd_defaults.ridge_gd_in_units`);
+    otherwise both are 1. The first stage's ``w`` is in the solver's units,
+    so ``theta`` must be too.
+    """
+    plan = G.default_ridge_gd_plan(
+        epsilon,
+        delta,
+        n,
+        d,
+        n_steps=100,
+        fit_intercept=True,
+        tuning="risk_estimate",
+        estimation_share=0.1,
+        public_feature_norm=True,
+        public_target_bound=True,
+    )
+    if not plan.fit.default_scales:
+        return 1.0
+    return (3.0 / bounds[1]) / (math.sqrt(d) / bounds[0])
 
 
 def _theta(seed, d):
@@ -157,9 +190,13 @@ def main():
         f"--seeds {args.seeds} --epsilon {' '.join(f'{e:g}' for e in args.epsilon)} "
         f"--delta {args.delta} --set {' '.join(args.set)} --cells "
         + " ".join(repr(c) for c in args.cells)
-        + f"` in {(time.perf_counter() - t0) / 60:.1f} min. `r`: ||w||^2 / (d v) of "
+        + f"` at commit {head_commit()} in {(time.perf_counter() - t0) / 60:.1f} "
+        "min. `r`: ||w||^2 / (d v) of "
         "the first stage (v: the plug-in rule's noise estimate per coordinate); "
-        "`actual/v`: ||w - theta||^2 / (d v) (theta the true coefficients); "
+        "`actual/v`: ||w - theta||^2 / (d v) (theta the true coefficients, "
+        "in the solver's units like w and v; until issue 21's round 10 theta was "
+        "in the data's, which misread this column wherever the public bounds "
+        "set the units, e.g. n = 1e3 at epsilon = 0.5); "
         "`d v`; penalty in units of s^2 (no signal: "
         f"{M.MAX_PENALTY:g}); released curvature in units of s^2 (blank: not "
         "released, planned); `coef part`: ||coef - theta||^2, the rest of the "
