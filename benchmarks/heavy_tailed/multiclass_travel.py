@@ -19,6 +19,13 @@ settings on the same splits and seeds:
 - ``cap=E``: ``NOISE_CAP_SCORE = E`` (the no-search clip capped so the
   run's noise moves a class score by at most ``E`` standard deviations;
   ``inf``: off);
+- ``score=S``: ``max_iter="auto"`` takes the most steps (30 to 300) whose
+  no-search plan keeps the uncapped fixed clip's class-score noise (the
+  quantity ``noise_capped_clip`` caps) at most ``S`` (:func:`score_steps`);
+- ``zmax=Z``: ``max_iter="auto"`` takes the most steps (at least the default
+  rule's, at most 300) whose per-step noise multiplier ``z_grad`` stays at
+  most ``Z`` (:func:`z_steps`: ``T`` about ``30 (Z / z_30)**2``);
+- ``fstep xF``: the default step times ``F`` only in the no-search run;
 - ``pfix``: the clip rule (planned clipped fraction, the no-search switch)
   reads the noise of a 30-step plan, ``z_grad sqrt(30 / steps)``, instead of
   the per-step noise of the plan actually run.
@@ -94,9 +101,9 @@ def clip_rule_at(steps):
 
 
 @contextlib.contextmanager
-def eta_rule(eta, K, lo, hi, thr=None, pmax=False):
+def eta_rule(eta, K, lo, hi, thr=None, pmax=False, score=None, zmax=None):
     """``max_iter="auto"`` replaced by the ``eta`` step-count rule."""
-    if eta is None and thr is None:
+    if eta is None and thr is None and score is None and zmax is None:
         yield
         return
     from skdp.linear_model import _heavy_tailed as ht
@@ -107,6 +114,10 @@ def eta_rule(eta, K, lo, hi, thr=None, pmax=False):
         if math.isinf(mu):
             return old(n, dim, mu)
         d = dim / K
+        if score is not None:
+            return score_steps(n, dim, K, mu, score, hi) or old(n, dim, mu)
+        if zmax is not None:
+            return max(old(n, dim, mu), z_steps(n, dim, mu, zmax, hi))
         if thr is not None:  # 300 steps from n mu / (2 d) >= thr on
             long = n * mu / (2.0 * d) >= thr and n * dim * 300 <= mn.AUTO_WORK
             if long and pmax:  # ... only where the 30-step plan clips the most
@@ -125,6 +136,88 @@ def eta_rule(eta, K, lo, hi, thr=None, pmax=False):
         ht.auto_multinomial_steps = old
 
 
+SCORE_GRID = (30, 40, 50, 60, 80, 100, 130, 160, 200, 250, 300)
+
+
+def fixed_clip_score(plan, n, d):
+    """Accumulated class-score noise of the no-search run at its fixed clip.
+
+    The uncapped fixed level ``NO_SEARCH_OCTAVES`` below the ceiling with the
+    public default scales (``s = 1``, truncation ``8 sqrt(d - 1)``, intercept
+    column 1), the default step, the plan's ``z`` and ``T``: the quantity
+    ``noise_capped_clip`` caps at ``NOISE_CAP_SCORE``. Public: ``n``, ``d``,
+    the plan.
+    """
+    trunc = mn.default_scales(d - 1, mn.LogisticLoss())[0] * mn.UNRELIABLE_SLACK
+    clip = math.sqrt(2.0) * math.hypot(trunc, 1.0) / 2.0**mn.NO_SEARCH_OCTAVES
+    step = mn.multinomial_step_size(0.0)
+    z, T = plan.gd.z_grad, plan.gd.n_steps
+    return 2.0 * step * clip * z * math.sqrt(T * d) / n
+
+
+def score_steps(n, dim, K, mu, score, hi=300):
+    """``score=S``: the most steps (grid up to ``hi``) whose no-search plan
+    keeps :func:`fixed_clip_score` (at the public default scales, also where
+    the plan releases them) at most ``S``; ``None`` (default rule) where no
+    count qualifies."""
+    d = dim // K
+    best = None
+    for T in SCORE_GRID:
+        if T > hi or n * dim * T > mn.AUTO_WORK:
+            break
+        plan = htm.make_known_lipschitz_plan(
+            mu, n, dim, T, n_scales=1, feature_scale=True, search_at_cap=False
+        )
+        if plan.gd.checkpoints:  # searched clip: more steps may leave it
+            continue
+        if fixed_clip_score(plan, n, d) > score:
+            break
+        best = T
+    return best
+
+
+def z_steps(n, dim, mu, zmax, hi=300):
+    """``zmax=Z``: the most steps (grid up to ``hi``, work within
+    ``AUTO_WORK``) whose plan's per-step noise multiplier ``z_grad`` stays at
+    most ``Z`` (30 if none): ``T`` grows like ``(Z / z_30)**2``, the per-step
+    signal-to-noise of the released gradient held fixed. Public: ``n``,
+    ``d K``, the budget."""
+    best = 30
+    for T in SCORE_GRID:
+        if T > hi or n * dim * T > mn.AUTO_WORK:
+            break
+        plan = htm.make_known_lipschitz_plan(
+            mu, n, dim, T, n_scales=1, feature_scale=True, search_at_cap=False
+        )
+        if plan.gd.z_grad > zmax:
+            break
+        best = T
+    return best
+
+
+@contextlib.contextmanager
+def fixed_step(factor):
+    """``fstep xF``: the default step times ``F`` only in the no-search run
+    (fixed clip level, no checkpoint in the plan)."""
+    if factor is None:
+        yield
+        return
+    from skdp.linear_model import _heavy_tailed as ht
+
+    old = ht.multiclass_step
+
+    def rule(plan, step_size=None, *, shared_ovr=False, public_clip=False):
+        step = old(plan, step_size, shared_ovr=shared_ovr, public_clip=public_clip)
+        fixed = not (shared_ovr or public_clip or plan.gd.checkpoints)
+        return step * factor if fixed and step_size is None else step
+
+    ht.multiclass_step = rule
+    try:
+        yield
+    finally:
+        ht.multiclass_step = old
+
+
 @contextlib.contextmanager
 def averaging(avg_from, cap=None):
     """Patch the averaging start and the no-search clip cap."""
@@ -141,9 +234,13 @@ def averaging(avg_from, cap=None):
 def parse(name):
     kw, avg = {}, 0.5
     eta = {"lo": 10, "hi": 300}
-    for m in re.finditer(r"(eta|lo|hi|cap|thr)=([0-9.]+|inf)", name):
+    for m in re.finditer(r"(eta|lo|hi|cap|thr|score|zmax)=([0-9.]+|inf)", name):
         eta[m.group(1)] = float(m.group(2))
-    for m in re.finditer(r"\b(steps|avg)=([0-9.]+|auto)|(step|clip) x([0-9.]+)", name):
+    for m in re.finditer(r"fstep x([0-9.]+)", name):
+        eta["fstep"] = float(m.group(1))
+    for m in re.finditer(
+        r"\b(steps|avg)=([0-9.]+|auto)|\b(step|clip) x([0-9.]+)", name
+    ):
         if m.group(1) == "steps":
             kw["steps"] = "auto" if m.group(2) == "auto" else int(m.group(2))
         elif m.group(1) == "avg":
@@ -169,9 +266,15 @@ def run_cell(name, eps, variants, n_splits, n_seeds):
             for v in variants:
                 kw, avg, pfix, eta = parse(v)
                 rule = eta_rule(
-                    eta.get("eta"), K, eta["lo"], eta["hi"], eta.get("thr"), "pmax" in v
-                )
-                with averaging(avg, eta.get("cap")), clip_rule_at(pfix), rule:
+                    eta.get("eta"), K, eta["lo"], eta["hi"], eta.get("thr"),
+                    "pmax" in v, eta.get("score"), eta.get("zmax"),
+                )  # fmt: skip
+                with (
+                    averaging(avg, eta.get("cap")),
+                    clip_rule_at(pfix),
+                    rule,
+                    fixed_step(eta.get("fstep")),
+                ):
                     row[v] = fit_acc(Xtr, ytr, Xte, yte, K, eps, seed, **kw)[0]
             for C in CLIPS:
                 for lr in LRS:
