@@ -271,8 +271,7 @@ def main():
         "# Gradient-restarted momentum at the noiseless end of the gda schedule",
         "",
         "Command: `PYTHONPATH=$PWD nice -n 10 python -m "
-        f"benchmarks.minimax_fair.noiseless_restart` at {head_commit()} (the rule "
-        "is in the working tree of that commit's child), numba on, shared "
+        f"benchmarks.minimax_fair.noiseless_restart` at {head_commit()}, numba on, shared "
         "machine. Deterministic at epsilon = inf: one fit per cell. `before`: "
         "the rule with the restart off (the previous default); `after`: the "
         "default (restart wherever u > 0).",
