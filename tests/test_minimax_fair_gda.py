@@ -332,6 +332,67 @@ def test_default_max_iter_certifies_the_gap_without_noise(monkeypatch):
     assert noisy_gap > 1e-2
 
 
+def _conflicting_groups(n=2000, seed=1):
+    """The 3-group task of benchmarks/minimax_fair (small n): priors 0.6 /
+    0.3 / 0.1, the minority's direction conflicts with the majority's."""
+    rng = np.random.default_rng(seed)
+    g = rng.choice(3, size=n, p=[0.6, 0.3, 0.1])
+    X = rng.normal(size=(n, 5)) / math.sqrt(5.0) * 1.5
+    h = math.sqrt(0.5)
+    directions = np.array(
+        [[1.0, 0, 0, 0, 0], [h, h, 0, 0, 0], [0, h, h, 0, 0]]
+    )  # fmt: skip
+    margin = 5.0 * np.einsum("ij,ij->i", X, directions[g]) + np.array([0, 0.5, -0.5])[g]
+    y = (rng.random(n) < expit(margin)).astype(int)
+    return X, y, g
+
+
+@pytest.mark.parametrize("max_iter", [100, 300])
+def test_noiseless_schedule_converges_on_conflicting_groups(max_iter):
+    """epsilon=inf on two conflicting groups: with the dual step 1 of the
+    noiseless end, Nesterov momentum 0.9 without restart let the group
+    weights swing between the two with a growing amplitude (certified gap
+    0.32 at 100 steps, 1.0 at 300); the gradient restart of the rule
+    certifies below 1e-3, and more steps do not undo it."""
+    X, y, g = _conflicting_groups()
+    shares = np.bincount(g, minlength=3) / g.size
+    clf = MinimaxFairClassifier(
+        epsilon=np.inf,
+        groups=[0, 1, 2],
+        group_priors=shares,
+        feature_norm=2.5,
+        classes=[0, 1],
+        max_iter=max_iter,
+        random_state=0,
+    ).fit(X, y, sensitive_features=g)
+    assert clf.constants_["noiseless_share"] == 1.0
+    bound = math.hypot(2.5, 1.0)
+    op = GroupDROLogistic(
+        clip_rows(np.hstack([X, np.ones((g.size, 1))]), bound),
+        np.where(y == 1, 1.0, -1.0),
+        g,
+        clf.group_priors_,
+        radius=clf.radius_,
+        feature_bound=bound,
+    )
+    worst = op.group_risks(np.r_[clf.coef_[0], clf.intercept_]).max()
+    best, _ = op.best_response_value(clf.group_weights_)
+    assert 0 <= worst - best < 1e-3
+
+
+def test_restart_follows_the_noiseless_share():
+    """Gradient-restarted momentum exactly where u > 0 (z < 1), both losses;
+    at z >= 1 the schedule is the noisy one, restart off."""
+    for multinomial in (False, True):
+        rule = mf_module.gda_schedule
+        assert rule(0.0, multinomial)["restart"]
+        assert rule(0.999 * mf_module._GDA_NOISELESS_Z, multinomial)["restart"]
+        assert not rule(mf_module._GDA_NOISELESS_Z, multinomial)["restart"]
+        assert not rule(13.0, multinomial)["restart"]
+    assert mf_module.gda_plan(np.inf, 1e-6, [], None).schedule.restart
+    assert not mf_module.gda_plan(1.0, 1e-6, [], None).schedule.restart
+
+
 def test_schedule_rule_is_continuous_and_noisy_at_finite_budgets():
     """u(z) moves every constant continuously from the noiseless values
     (z = 0) to the noisy ones, reached at z = _GDA_NOISELESS_Z and kept above

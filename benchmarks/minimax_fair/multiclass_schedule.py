@@ -55,6 +55,7 @@ PREVIOUS = {
     "dual_step": plan_module._GDA_DUAL_STEP,
     "primal_average_from": None,
     "dual_warmup": plan_module._GDA_DUAL_WARMUP,
+    "restart": False,
     "noiseless_share": 0.0,
 }
 SCHEDULES = {
