@@ -26,6 +26,9 @@ otherwise). Each variant changes one public rule of the plan:
   ``0.7 min(1, (R0 / r)**a)`` with ``r`` the plan's
   :func:`~skdp.solvers.saddle_point.plan.multinomial_noise_ratio` (after the
   variant's share) and ``R0`` = ``--clip-r0``;
+- ``fnorm=b``: ``feature_norm = b`` given (no bound released; an oracle
+  value is a ceiling on what a smaller bound share can give, not a rule);
+- ``radius=R``: ``radius = R`` (default: the plan's rule);
 - ``bshare=f``: candidate bound-share rule, ``estimation_share = 0.1 f``
   where the norm quantile stays reachable at that share
   (:func:`~skdp.solvers.saddle_point.plan.norm_quantile_reachable`), else
@@ -161,6 +164,10 @@ def variant_kwargs(variant, n, d, K, eps):
             kw["step_scale"] = float(part[5:])
         elif part.startswith("share="):
             kw["estimation_share"] = float(part[6:])
+        elif part.startswith("fnorm="):
+            kw["feature_norm"] = float(part[6:])
+        elif part.startswith("radius="):
+            kw["radius"] = float(part[7:])
         elif part.startswith("bshare="):
             kw["estimation_share"] = bound_share(float(part[7:]), n, d, K, eps)
         elif part.startswith(("level=", "clip=", "cliprule=")) or part == "clipoff":
