@@ -327,6 +327,61 @@ def test_multinomial_average_rule_is_public_continuous_and_free():
         assert binary.gda.primal_average_from is None
 
 
+def test_multinomial_clip_scale_rule_is_public_continuous_and_free():
+    """The noisy multinomial clip factor is scaled by (0.4 / r)**0.3 above the
+    public noise ratio r = 0.4 and kept below it; continuous, decreasing in
+    r. It multiplies the public default-norm clip scale, keeps the noiseless
+    sqrt(2) limit, leaves the binary plan alone and changes no privacy event
+    (every step's sensitivity is 2 clip, noise scaled with it)."""
+    scale = plan_module.multinomial_clip_scale
+    r0 = plan_module._GDA_CLIP_RATIO
+    assert scale(0.0) == scale(r0) == 1.0
+    assert scale(4 * r0) == pytest.approx(4.0**-plan_module._GDA_CLIP_POWER)
+    grid = np.geomspace(r0 / 2, 20 * r0, 300)
+    values = np.array([scale(r) for r in grid])
+    assert np.all(np.diff(values) <= 0) and np.max(np.abs(np.diff(values))) < 0.01
+    kw = dict(max_iter=100, estimate_priors=False, estimate_norm=False)
+    small = plan_module.plan_minimax(1.0, 1e-6, 300, 10, 1, 5, **kw)
+    large = plan_module.plan_minimax(1.0, 1e-6, 10**6, 10, 1, 5, **kw)
+    r_small = plan_module.multinomial_noise_ratio(small.noise_multiplier, 300, 11, 5)
+    noisy = plan_module._GDA_MULTINOMIAL["clip_factor"]
+    assert r_small > r0
+    assert small.gda.clip_factor == pytest.approx(noisy * scale(r_small))
+    assert large.gda.clip_factor == noisy
+    assert small.event == large.event
+    # the public default-norm clip scale and the rule multiply
+    default_norm = plan_module.plan_minimax(1.0, 1e-6, 100, 10, 1, 5, max_iter=100)
+    assert default_norm.default_feature_norm is not None
+    r = plan_module.multinomial_noise_ratio(default_norm.noise_multiplier, 100, 11, 5)
+    assert default_norm.gda.clip_factor == pytest.approx(
+        noisy * scale(r) * plan_module.default_norm_clip_scale(10, 1.0)
+    )
+    free = plan_module.plan_minimax(np.inf, 1e-6, 300, 10, 1, 5, **kw)
+    assert free.gda.clip_factor == pytest.approx(math.sqrt(2.0))
+    for n in (300, 10**6):  # the binary schedule is unchanged
+        binary = plan_module.plan_minimax(1.0, 1e-6, n, 10, 1, 2, **kw)
+        assert binary.gda.clip_factor == 1.0
+    # through the estimator: the clip actually used
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4))
+    y = rng.integers(0, 3, size=200)
+    clf = MinimaxFairClassifier(
+        epsilon=1.0, feature_norm=3.0, classes=range(3), random_state=0
+    ).fit(X, y)
+    r = plan_module.multinomial_noise_ratio(
+        plan_module.plan_minimax(
+            1.0, clf.delta_, 200, 4, 1, 3, estimate_norm=False
+        ).noise_multiplier,
+        200,
+        5,
+        3,
+    )
+    assert r > r0
+    assert clf.constants_["clip"] == pytest.approx(
+        noisy * scale(r) * math.hypot(3.0, 1.0)
+    )
+
+
 def test_default_radius_rule_is_public_and_respects_a_given_radius():
     """radius=None: 5 for the binary loss and while r <= 0.05, 20 from
     r = 0.3 on (geometric in between); a given radius is used as is. The
@@ -559,11 +614,14 @@ def test_huge_values_are_clipped_and_multiclass_predictions_stay_finite():
     assert np.all(np.isfinite(clf.decision_function(Xt)))
 
 
-def test_default_norm_clip_rule_is_public_and_changes_no_event():
+def test_default_norm_clip_rule_is_public_and_changes_no_event(monkeypatch):
     """Under the public default feature norm the noisy multinomial clip factor
     is 0.7 times sqrt((d/3 + s^2) / (d + s^2)); a released or given bound,
     the binary loss and epsilon = inf keep theirs; the privacy event (noise
     relative to the sensitivity) is the same as without the rule."""
+    # this rule alone (its product with multinomial_clip_scale, active at
+    # these small n, is tested in test_multinomial_clip_scale_rule_...)
+    monkeypatch.setattr(plan_module, "_GDA_CLIP_RATIO", math.inf)
     scale = plan_module.default_norm_clip_scale
     assert scale(4, 1.0) == pytest.approx(math.sqrt((4 / 3 + 1) / 5))
     assert scale(13, 1.0) == pytest.approx(math.sqrt((13 / 3 + 1) / 14))

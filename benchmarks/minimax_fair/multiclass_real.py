@@ -14,10 +14,9 @@ feature-norm bound is estimated privately, as ``HeavyTailedLogisticRegression``
 estimates its scales in that benchmark. Per run (split, seed), in one process:
 
 - ``MinimaxFairClassifier`` (default schedule) with ``random_state = seed``;
-- the same fit under the previous defaults (``previous``: round 2's, the
-  primal iterate averaged over the second half of the run at every noise
-  level, before :func:`~skdp.solvers.saddle_point.plan.multinomial_average_from`),
-  paired;
+- the same fit under the previous defaults (``previous``: round 3's, the
+  noisy clip factor 0.7 row bounds at every noise ratio, before
+  :func:`~skdp.solvers.saddle_point.plan.multinomial_clip_scale`), paired;
 - multinomial full-batch DP-GD (``dp_gd_multinomial`` of the heavy-tailed
   benchmark: per-record Frobenius clip C in {0.1, 1, 10}, step in {0.3, 1,
   3}, 100 steps, exact GDP noise) with ``default_rng(seed)``: the same
@@ -69,15 +68,14 @@ LRS = (0.3, 1.0, 3.0)
 
 @contextlib.contextmanager
 def previous_schedule():
-    """The defaults of round 2 (issue 17): the primal iterate averaged over
-    the second half of the run at every noise level (no
-    :func:`~skdp.solvers.saddle_point.plan.multinomial_average_from`)."""
-    saved = plan_module.multinomial_average_from
-    plan_module.multinomial_average_from = lambda r, u=0.0: 0.5
+    """The defaults of round 3 (issue 17): the noisy clip factor at every
+    noise ratio (no :func:`~skdp.solvers.saddle_point.plan.multinomial_clip_scale`)."""
+    saved = plan_module._GDA_CLIP_RATIO
+    plan_module._GDA_CLIP_RATIO = math.inf
     try:
         yield
     finally:
-        plan_module.multinomial_average_from = saved
+        plan_module._GDA_CLIP_RATIO = saved
 
 
 def fit_minimax(Xtr, ytr, Xte, yte, K, eps, seed):
@@ -267,9 +265,9 @@ def main():
         "sqrt(d) below the quantile's reach). DP-GD: 100 full-batch steps, "
         "exact GDP noise, C in {0.1, 1, 10} x step in {0.3, 1, 3}, the same "
         "splits and seeds; best (C, step) chosen in hindsight on the mean. "
-        "'previous': round 2's defaults (primal iterate averaged over the "
-        "second half at every noise level; before round 3's "
-        "multinomial_average_from), same seeds. 'clip': the clip factor used. "
+        "'previous': round 3's defaults (noisy clip factor 0.7 row bounds at "
+        "every noise ratio; before round 4's multinomial_clip_scale), same "
+        "seeds. 'clip': the clip factor used. "
         "Mean test accuracy; '±' is "
         "the standard error of the paired differences. 'momentum': median of "
         "the rule's value; radius: the default radius used; `feature_norm_`: the "

@@ -15,7 +15,25 @@ otherwise). Each variant changes one public rule of the plan:
   signal-to-noise ratio ``(n mu)**2 / (p K)`` of 1e4, else 300 or 100);
 - ``avg=f``: primal averaging from the fraction ``f`` of the run;
 - ``step=s``: ``step_scale = s``;
-- ``share=s``: ``estimation_share = s`` (the feature-norm bound's share).
+- ``share=s``: ``estimation_share = s`` (the feature-norm bound's share);
+- ``level=q``: the feature-norm bound's quantile level forced to ``q``
+  (instead of :func:`~skdp.privacy._norm_bound.quantile_level`);
+- ``clip=c``: the noisy multinomial clip factor ``c`` row bounds, without
+  :func:`~skdp.solvers.saddle_point.plan.multinomial_clip_scale`;
+- ``clipoff``: ``clip=0.7``, the defaults before that rule;
+- ``cliprule=a``: public clip rule (adopted with ``a = 0.3`` as
+  :func:`~skdp.solvers.saddle_point.plan.multinomial_clip_scale`), factor
+  ``0.7 min(1, (R0 / r)**a)`` with ``r`` the plan's
+  :func:`~skdp.solvers.saddle_point.plan.multinomial_noise_ratio` (after the
+  variant's share) and ``R0`` = ``--clip-r0``;
+- ``fnorm=b``: ``feature_norm = b`` given (no bound released; an oracle
+  value is a ceiling on what a smaller bound share can give, not a rule);
+- ``radius=R``: ``radius = R`` (default: the plan's rule);
+- ``bshare=f``: candidate bound-share rule, ``estimation_share = 0.1 f``
+  where the norm quantile stays reachable at that share
+  (:func:`~skdp.solvers.saddle_point.plan.norm_quantile_reachable`), else
+  the default 0.1 (so no cell switches between a released and the public
+  default bound).
 
 DP-GD baselines are read from the committed per-run results of
 ``multiclass_real.py`` (DP-GD is deterministic given its seed), so
@@ -43,10 +61,17 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from benchmarks._common import RESULTS, head_commit
-from benchmarks.heavy_tailed.multiclass import heldout_splits, real_data, synthetic
+from benchmarks.heavy_tailed.multiclass import (
+    HELDOUT,
+    heldout_splits,
+    real_data,
+    synthetic,
+    synthetic_k,
+)
 from skdp import MinimaxFairClassifier
 from skdp._testing.internals import heavy_tailed_multinomial_module as multinomial
 from skdp._testing.internals import saddle_point_plan_module as plan_module
+from skdp.privacy import _norm_bound as norm_bound_module
 
 
 @contextlib.contextmanager
@@ -60,6 +85,64 @@ def primal_average(frac):
         yield
     finally:
         plan_module.multinomial_average_from = saved
+
+
+@contextlib.contextmanager
+def forced(level, clip):
+    """Quantile level of the norm bound and noisy multinomial clip factor
+    (``None``: the defaults)."""
+    saved_level = norm_bound_module.quantile_level
+    saved_clip = plan_module._GDA_MULTINOMIAL["clip_factor"]
+    saved_ratio = plan_module._GDA_CLIP_RATIO
+    if level is not None:
+        norm_bound_module.quantile_level = lambda n, z, tail: float(level)
+    if clip is not None:
+        # a forced factor replaces multinomial_clip_scale too ("clipoff": 0.7)
+        plan_module._GDA_MULTINOMIAL["clip_factor"] = float(clip)
+        plan_module._GDA_CLIP_RATIO = math.inf
+    try:
+        yield
+    finally:
+        norm_bound_module.quantile_level = saved_level
+        plan_module._GDA_MULTINOMIAL["clip_factor"] = saved_clip
+        plan_module._GDA_CLIP_RATIO = saved_ratio
+
+
+CLIP_R0 = 0.4  # --clip-r0
+
+
+def bound_share(f, n, d, K, eps):
+    """``0.1 f`` if the norm quantile is reachable there, else 0.1 (public)."""
+    mu = plan_module.Budget.from_target(eps, n**-1.1, margin=False).mu
+    reachable = plan_module.norm_quantile_reachable
+    if reachable(n, mu * math.sqrt(0.1 * f)) or not reachable(n, mu * math.sqrt(0.1)):
+        return 0.1 * f
+    return 0.1
+
+
+def forced_parts(variant, n, d, K, eps):
+    """Forced quantile level and noisy clip factor of a variant (``None``: default)."""
+    level = clip = None
+    share = 0.1
+    for part in variant.split("+"):
+        if part.startswith("share="):
+            share = float(part[6:])
+        elif part.startswith("bshare="):
+            share = bound_share(float(part[7:]), n, d, K, eps)
+    for part in variant.split("+"):
+        if part.startswith("level="):
+            level = float(part[6:])
+        elif part.startswith("clip="):
+            clip = float(part[5:])
+        elif part == "clipoff":
+            clip = 0.7
+        elif part.startswith("cliprule="):
+            plan = plan_module.plan_minimax(
+                eps, n**-1.1, n, d, 1, K, estimation_share=share
+            )
+            r = plan_module.multinomial_noise_ratio(plan.noise_multiplier, n, d + 1, K)
+            clip = 0.7 * min(1.0, (CLIP_R0 / r) ** float(part[9:]))
+    return level, clip
 
 
 def variant_kwargs(variant, n, d, K, eps):
@@ -81,6 +164,14 @@ def variant_kwargs(variant, n, d, K, eps):
             kw["step_scale"] = float(part[5:])
         elif part.startswith("share="):
             kw["estimation_share"] = float(part[6:])
+        elif part.startswith("fnorm="):
+            kw["feature_norm"] = float(part[6:])
+        elif part.startswith("radius="):
+            kw["radius"] = float(part[7:])
+        elif part.startswith("bshare="):
+            kw["estimation_share"] = bound_share(float(part[7:]), n, d, K, eps)
+        elif part.startswith(("level=", "clip=", "cliprule=")) or part == "clipoff":
+            continue
         else:
             raise ValueError(part)
     return kw, avg
@@ -88,17 +179,21 @@ def variant_kwargs(variant, n, d, K, eps):
 
 def fit(Xtr, ytr, Xte, yte, K, eps, seed, variant):
     kw, avg = variant_kwargs(variant, Xtr.shape[0], Xtr.shape[1], K, eps)
-    with warnings.catch_warnings(), primal_average(avg):
+    n, d = Xtr.shape
+    level_clip = forced_parts(variant, n, d, K, eps)
+    with warnings.catch_warnings(), primal_average(avg), forced(*level_clip):
         warnings.simplefilter("ignore")
         clf = MinimaxFairClassifier(
             epsilon=eps, classes=range(K), random_state=seed, **kw
         )
         clf.fit(Xtr, ytr)
     assert clf.privacy_spent_[0] <= eps
+    BOUNDS.append(clf.feature_norm_)
     return float(clf.score(Xte, yte))
 
 
 SYN_N = 10_000  # --syn-n
+BOUNDS = []  # released feature-norm bounds of the current variant
 
 
 def load_baseline(name):
@@ -129,6 +224,14 @@ def task_data(name, splits, syn_reps):
             )
             out.append((Xtr, ytr, Xte, yte))
         return int(y.max()) + 1, out
+    if name.startswith("synthetic K=") and name not in HELDOUT:
+        # other sizes of the held-out synthetic_k tasks: "synthetic K=7 d=15 n=600"
+        K, d, n = (int(t.split("=")[1]) for t in name.split()[1:])
+        Xte, yte = synthetic_k(K, d, 20_000, np.random.default_rng(9))
+        return K, [
+            (*synthetic_k(K, d, n, np.random.default_rng(500 + r)), Xte, yte)
+            for r in range(splits)
+        ]
     out = []
     for rep in range(splits):
         Xtr, Xte, ytr, yte = heldout_splits(name, rep)
@@ -150,9 +253,11 @@ def main():
     parser.add_argument("--variants", default="default,ht_steps")
     parser.add_argument("--syn-n", type=int, default=10_000)
     parser.add_argument("--tag", default=None)
+    parser.add_argument("--clip-r0", type=float, default=0.4)
     args = parser.parse_args()
-    global SYN_N
+    global SYN_N, CLIP_R0
     SYN_N = args.syn_n
+    CLIP_R0 = args.clip_r0
     epsilons = [float(e) for e in args.eps.split(",")]
     variants = args.variants.split(",")
     if variants[0] != "default":
@@ -165,10 +270,10 @@ def main():
         K, data = task_data(name, args.splits, args.syn_reps)
         lines += [f"### {name}", ""]
         lines.append(
-            "| eps | variant | max_iter | runs | accuracy | - default | "
+            "| eps | variant | max_iter | runs | median bound | accuracy | - default | "
             "- best DP-GD (C, step) |"
         )
-        lines.append("|---|---|---|---|---|---|---|")
+        lines.append("|---|---|---|---|---|---|---|---|")
         for eps in epsilons:
             key = str(eps)
             best = None
@@ -179,6 +284,7 @@ def main():
             accs = {}
             for variant in variants:
                 acc, gd = [], []
+                BOUNDS.clear()
                 for rep, (Xtr, ytr, Xte, yte) in enumerate(data):
                     for j in range(per):
                         seed = rep * per + j
@@ -195,6 +301,7 @@ def main():
                     gd_col = f"{g.mean():+.4f} ± {sem(g):.4f} ({best[3:]})"
                 lines.append(
                     f"| {eps:g} | {variant} | {kw.get('max_iter', 100)} | {len(a)} | "
+                    f"{np.median(BOUNDS):.3f} | "
                     f"{a.mean():.4f} | {d0.mean():+.4f} ± {sem(d0):.4f} | {gd_col} |"
                 )
                 print(name, lines[-1], round(time.perf_counter() - t0), "s", flush=True)
@@ -204,7 +311,7 @@ def main():
         "# MinimaxFairClassifier multiclass: steps, step size, tail averaging",
         "",
         "`nice -n 10 python -m benchmarks.minimax_fair.multiclass_steps "
-        f"--datasets {args.datasets} --splits {args.splits} --syn-reps "
+        f"--datasets {args.datasets} --clip-r0 {args.clip_r0:g} --splits {args.splits} --syn-reps "
         f"{args.syn_reps} --syn-n {args.syn_n} --seeds-per-split {per} --eps "
         f"{args.eps} --variants "
         f"{args.variants}` (commit {head_commit()}; {minutes:.1f} min, shared 2-core "

@@ -42,7 +42,9 @@ class MinimaxFairClassifier(
     whole gradient matrix is clipped at once (``solver="gda"`` only; at 0.7
     row bounds when noisy, a public rule of the noise multiplier, and 0.7
     typical rows ``sqrt(d / 3 + 1)`` under the public default feature norm
-    ``sqrt(d)``; see the user guide).
+    ``sqrt(d)``; both times
+    :func:`~skdp.solvers.saddle_point.plan.multinomial_clip_scale` where the
+    noise dominates each step; see the user guide).
 
     Privacy: ``(epsilon, delta)``-DP for replacing one record (features,
     label and group together), ``n`` public. The released outputs are the
