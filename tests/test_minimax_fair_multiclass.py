@@ -667,3 +667,49 @@ def test_default_norm_clip_rule_is_public_and_changes_no_event(monkeypatch):
     bound = math.sqrt(clf.feature_norm_**2 + 1.0)
     assert clf.feature_norm_ == 2.0
     assert clf.constants_["clip"] == pytest.approx(0.7 * scale(4, 1.0) * bound)
+
+
+def test_multinomial_bound_share_rule_is_public_and_spends_the_same_budget():
+    """A multinomial gda fit whose only estimate is the norm bound gives the
+    bound a fifth of its share where its quantile stays reachable there; the
+    steps get the rest (smaller noise multiplier), the whole plan still meets
+    (epsilon, delta). Binary plans, plans with group priors and plans where
+    the reduced bound would be out of reach are unchanged."""
+    from skdp.privacy import Budget, certify_epsilon
+
+    plan = plan_module.plan_minimax
+    share = plan_module._GDA_MULTINOMIAL_BOUND_SHARE
+    eps, delta, n, d = 1.0, 1347**-1.1, 1347, 64
+    full_mu = Budget.from_target(eps, delta, margin=False).share(0.1).mu
+    multi = plan(eps, delta, n, d, 1, 10, max_iter=100)
+    binary = plan(eps, delta, n, d, 1, 2, max_iter=100)
+    assert multi.estimates == binary.estimates == ("feature_norm",)
+    assert binary.estimate_mu == pytest.approx(full_mu)
+    assert multi.estimate_mu == pytest.approx(full_mu * math.sqrt(share))
+    assert plan_module.multinomial_bound_share(n, full_mu) == share
+    # the steps get what the bound leaves, and the whole fit meets the target
+    without = plan(eps, delta, n, d, 1, 10, max_iter=100, estimate_norm=False)
+    assert without.noise_multiplier < multi.noise_multiplier
+    binary_steps = plan(eps, delta, n, d, 1, 2, max_iter=100)
+    assert multi.noise_multiplier < binary_steps.noise_multiplier
+    assert certify_epsilon(multi.event, delta) <= eps * (1 + 1e-9)
+    # unchanged: several groups (priors estimated too), small n (the reduced
+    # bound out of reach), and a user share that leaves the reduced bound
+    # out of reach
+    groups = plan(eps, delta, n, d, 3, 10, max_iter=100)
+    mu2 = Budget.from_target(eps, delta, margin=False).share(0.1, 2).mu
+    assert groups.estimate_mu == pytest.approx(mu2)
+    n_small = 130
+    small = plan(eps, n_small**-1.1, n_small, 4, 1, 3, max_iter=100)
+    assert small.estimates == () or small.estimate_mu == pytest.approx(
+        Budget.from_target(eps, n_small**-1.1, margin=False).share(0.1).mu
+    )
+    # through the estimator: privacy spent within the request
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1500, 5)) / 3
+    y = rng.integers(0, 3, size=1500)
+    clf = MinimaxFairClassifier(epsilon=1.0, classes=range(3), random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(X, y)
+    assert clf.privacy_spent_[0] <= 1.0 + 1e-9

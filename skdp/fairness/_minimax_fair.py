@@ -182,7 +182,11 @@ class MinimaxFairClassifier(
         ``center=True`` (split equally; the pure-DP norm quantile with share
         ``s`` gets ``epsilon = mu sqrt(s)``, the same zCDP cost); the solver's
         noise is then calibrated so that the whole fit meets ``(epsilon,
-        delta)``.
+        delta)``. With more than two classes (``solver="gda"``), when the
+        norm bound is the only estimate it takes a fifth of this share where
+        its quantile stays reachable there
+        (:func:`~skdp.solvers.saddle_point.plan.multinomial_bound_share`):
+        the bound barely moves with its budget, the steps gain it.
     verbose : int, default=0
         Print the fit's phases (records, plan, solver stages, privacy spent)
         when positive; ``2`` also prints the privacy plan. Only public

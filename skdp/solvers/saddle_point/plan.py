@@ -43,6 +43,7 @@ __all__ = [
     "gda_schedule",
     "default_norm_clip_scale",
     "multinomial_average_from",
+    "multinomial_bound_share",
     "multinomial_clip_scale",
     "multinomial_momentum",
     "multinomial_noise_ratio",
@@ -153,6 +154,16 @@ _GDA_DEFAULT_NORM_SPREAD = 3.0
 # so the factor stays 1 there.
 _GDA_CLIP_RATIO = 0.4
 _GDA_CLIP_POWER = 0.3
+# Share of its estimation budget that the feature-norm bound of a multinomial
+# "gda" fit takes when it is the fit's only estimate (issue 17, round 5;
+# benchmarks/results/minimax_fair_multiclass_steps_rules_*.md, `bshare=0.2`),
+# where the quantile stays reachable at the smaller share: the bound's level
+# barely moves with its budget (digits: 4.315 at both shares of 0.1 and 0.03,
+# forced quantile levels 0.915 / 0.845 differ by +0.0002), while the budget
+# left goes to the 100 steps (digits epsilon = 0.5 / 1 / 2: +0.017 / +0.007 /
+# +0.001; held-out digits n = 500 +0.019, synthetic K = 3 and 7 +0.001 to
+# +0.009; iris epsilon = 5 -0.004 +- 0.003, the one point estimate below 0).
+_GDA_MULTINOMIAL_BOUND_SHARE = 0.2
 
 
 def gda_schedule(noise_multiplier, multinomial=False):
@@ -500,6 +511,34 @@ def multinomial_clip_scale(noise_ratio):
     return float((_GDA_CLIP_RATIO / r) ** _GDA_CLIP_POWER)
 
 
+def multinomial_bound_share(n_samples, mu):
+    """Fraction of its budget the multinomial feature-norm bound keeps (public).
+
+    ``_GDA_MULTINOMIAL_BOUND_SHARE`` if the bound's quantile stays reachable
+    (:func:`norm_quantile_reachable`) at that fraction of its GDP budget
+    ``mu**2``, else 1. A function of ``n`` and the budget only.
+
+    Parameters
+    ----------
+    n_samples : int
+    mu : float
+        GDP budget the bound would have without the rule.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> multinomial_bound_share(1347, 0.45), multinomial_bound_share(120, 0.45)
+    (0.2, 1.0)
+    """
+    share = _GDA_MULTINOMIAL_BOUND_SHARE
+    if norm_quantile_reachable(n_samples, float(mu) * math.sqrt(share)):
+        return share
+    return 1.0
+
+
 def multinomial_radius(noise_ratio):
     """Default radius of the multinomial ``"gda"`` fit (``radius=None``).
 
@@ -759,7 +798,10 @@ def plan_minimax(
     (:func:`norm_quantile_reachable`), it is not released: the plan uses the
     public ``default_feature_norm = sqrt(n_features)`` (rows of features
     scaled to ``[-1, 1]``), spends nothing on it, and scales the noisy
-    multinomial clip factor by :func:`default_norm_clip_scale`.
+    multinomial clip factor by :func:`default_norm_clip_scale`. When the
+    bound is the only estimate of a multinomial ``"gda"`` fit, it takes
+    :func:`multinomial_bound_share` of its share (the rest goes to the
+    steps).
 
     Parameters
     ----------
@@ -801,9 +843,9 @@ def plan_minimax(
     eps = float(epsilon)
     n_groups = int(n_groups)
 
-    def shares(estimates):
+    def shares(estimates, fraction=1.0):
         estimate = Budget.from_target(eps, delta, margin=False).share(
-            estimation_share, max(len(estimates), 1)
+            estimation_share * fraction, max(len(estimates), 1)
         )
         return estimate.mu, estimate.noise_multiplier()
 
@@ -821,6 +863,11 @@ def plan_minimax(
         estimates.remove("feature_norm")
         default_norm = math.sqrt(int(n_features))
         mu_est, z_est = shares(estimates)
+    if solver == "gda" and int(n_classes) > 2 and estimates == ["feature_norm"]:
+        # public rule: the multinomial bound alone needs less of its share
+        fraction = multinomial_bound_share(n_samples, mu_est)
+        if fraction < 1.0:
+            mu_est, z_est = shares(estimates, fraction)
     fixed = []
     for name in estimates:
         if name == "feature_norm":
