@@ -713,3 +713,24 @@ def test_multinomial_bound_share_rule_is_public_and_spends_the_same_budget():
         warnings.simplefilter("ignore")
         clf.fit(X, y)
     assert clf.privacy_spent_[0] <= 1.0 + 1e-9
+
+
+def test_earlier_multinomial_average_is_for_one_group_only():
+    """With one group the multinomial plan averages from
+    multinomial_average_from (0.3 at full momentum); with several groups the
+    weights still move early, so the schedule rule's window is kept. The rule
+    reads the public number of groups; no privacy event changes."""
+    kw = dict(max_iter=100, estimate_priors=False, estimate_norm=False)
+    one = plan_module.plan_minimax(1.0, 1e-10, 10**5, 10, 1, 5, **kw)
+    three = plan_module.plan_minimax(1.0, 1e-10, 10**5, 10, 3, 5, **kw)
+    ratio = plan_module.multinomial_noise_ratio(one.noise_multiplier, 10**5, 11, 5)
+    assert one.gda.primal_average_from == pytest.approx(
+        plan_module.multinomial_average_from(ratio)
+    )
+    assert one.gda.primal_average_from < 0.35
+    rule = plan_module.gda_schedule(three.noise_multiplier, multinomial=True)
+    # None: the primal average starts with the dual one (average_from, 0.5)
+    assert three.gda.primal_average_from == rule["primal_average_from"]
+    assert three.gda.primal_average_from is None and three.gda.average_from == 0.5
+    assert one.event == three.event
+    assert one.gda.momentum == three.gda.momentum
