@@ -9,14 +9,15 @@ gradient dominated by noise. ``noiseless_restart.py`` measured the band at
 smallest shares (``u`` about 0.01-0.2), reached at epsilon above ~100 at the
 default ``max_iter`` or at moderate epsilon with a small ``max_iter``, paired
 (same data, same seeds) restart on (the default, ``after``) against off
-(``before``), on the synthetic task and on Adult (sex), 20 seeds each.
+(``before``), on the synthetic task and on Adult (sex; sex x race), 20 seeds
+each.
 Metric: worst-group test log-loss; a ``u = 0`` cell checks bit-identity.
 
 Usage (PYTHONPATH at the repository root)::
 
     nice -n 10 python -m benchmarks.minimax_fair.restart_band
 
-Writes ``benchmarks/results/minimax_fair_restart_band.md`` (about 4
+Writes ``benchmarks/results/minimax_fair_restart_band.md`` (about 6
 minutes on the shared machine).
 """
 
@@ -38,6 +39,7 @@ CELLS = {
                   (30.0, 10), (20.0, 5)],
     "adult-sex": [(100.0, 100), (130.0, 100), (160.0, 100), (40.0, 20),
                   (30.0, 10)],
+    "adult-sexrace": [(130.0, 100), (160.0, 100), (30.0, 10)],
 }  # fmt: skip
 
 
