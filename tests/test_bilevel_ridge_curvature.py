@@ -353,6 +353,24 @@ def test_ridge_gd_uses_the_finite_run_where_the_first_stage_is_short(
     assert seen == [short]
 
 
+@pytest.mark.parametrize(
+    "n, n_steps, short",
+    [(1000, 100, False), (1000, 101, False), (5000, 7, False), (5000, 3, False),
+     (100_000, 100, True), (100_000, 101, True), (100_000, 7, True)],
+)  # fmt: skip
+def test_planned_finite_run_only_where_the_large_n_rule_shortened_the_stage(
+    n, n_steps, short
+):
+    # An odd number of steps splits as (n_steps // 2, n_steps - n_steps // 2):
+    # that default first stage is not "short" (the gate measured at n = 1e4
+    # must not open with inner_max_iter=101).
+    plan = rgd.plan_ridge_gd(
+        1.0, n, 20, n_steps=n_steps, tuning="risk_estimate", large_n_rule=True
+    )
+    assert rgd.planned_finite_run(plan) == short
+    assert (plan.stages[0][0] < n_steps // 2) == short
+
+
 def test_gd_intercept_noise_is_the_intercept_column_variance():
     clips = np.full(100, 2.0)
     t = rgd.gd_intercept_noise(clips, 10.0, 500, 2.0, 1.0, 0.5, 50)

@@ -629,6 +629,9 @@ def test_intercept_shrinkage():
     assert rgd.intercept_shrinkage(1e-170, 1e-171) == pytest.approx(0.99e-170)
     assert rgd.intercept_shrinkage(1e-170, 1e-160) == 0.0
     assert rgd.intercept_shrinkage(0.0, 1.0) == 0.0
+    # Huge ones: b * b and t * t overflow, the ratio (t / b) ** 2 does not.
+    assert rgd.intercept_shrinkage(1e200, 1e160) == pytest.approx(1e200)
+    assert rgd.intercept_shrinkage(-1e200, 1e199) == pytest.approx(-0.99e200)
 
 
 def test_check_residual_clip():

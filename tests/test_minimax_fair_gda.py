@@ -505,3 +505,56 @@ def test_restart_acts_on_the_momentum_only():
     a = _gda_run(noise_multiplier=0.5, restart=True, dual_step=0.0)
     b = _gda_run(noise_multiplier=0.5, dual_step=0.0)
     np.testing.assert_array_equal(a.sensitivities, b.sensitivities)
+
+
+def test_restarted_run_reads_the_data_only_through_its_releases(monkeypatch):
+    """Two datasets whose released (noisy) statistics are made equal give the
+    same run, restart decisions included: the restart reads the released
+    gradient, not the pre-noise one (post-processing)."""
+    released, last = [], {}
+    original_sum = gda_module.record_sum
+    original_noise = gda_module.gaussian_noise
+
+    def spy_sum(*args, **kwargs):
+        last["stat"] = original_sum(*args, **kwargs)
+        return last["stat"]
+
+    def record(rng, std, size):
+        noise = original_noise(rng, std, size)
+        released.append(last["stat"] + noise)
+        return noise
+
+    monkeypatch.setattr(gda_module, "record_sum", spy_sum)
+    kw = dict(noise_multiplier=0.5, restart=True, n_steps=40)
+    monkeypatch.setattr(gda_module, "gaussian_noise", record)
+    first = _gda_run(**kw)
+    assert not np.array_equal(first.coef, _gda_run(**dict(kw, restart=False)).coef)
+    released_first = list(released)
+
+    def replay(rng, std, size):  # the first run's release, whatever the data
+        t = last["t"] = last.get("t", -1) + 1
+        return released_first[t] - last["stat"]
+
+    X, y, g = _groups_data()
+    flipped = np.where(np.arange(600) % 3 == 0, 1 - y, y)  # other private data
+    Xa = clip_rows(np.hstack([X, np.ones((600, 1))]), 3.0)
+    codes = np.searchsorted(["a", "b", "c"], g)
+    monkeypatch.setattr(gda_module, "gaussian_noise", replay)
+    second = group_dro_gda(
+        Xa,
+        np.where(flipped == 1, 1.0, -1.0),
+        codes,
+        np.bincount(codes) / 600,
+        radius=5.0,
+        clip=3.0,
+        loss_bound=2.0,
+        loss_factor=0.5 * 3.0 / 2.0,
+        primal_step=4.0 / 9.0,
+        dual_step=1.0,
+        rng=np.random.default_rng(0),
+        momentum=0.9,
+        **kw,
+    )
+    assert last["t"] == 39
+    np.testing.assert_allclose(second.coef, first.coef, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(second.weights, first.weights, rtol=1e-9)

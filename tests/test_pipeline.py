@@ -368,6 +368,13 @@ def test_raw_units_warning_points_at_the_users_line():
         lambda: make_pipeline(
             HeavyTailedLogisticRegression(classes=[0, 1], random_state=0)
         ).fit(raw, yc),
+        lambda: cross_val_score(  # fits through joblib
+            HeavyTailedLogisticRegression(classes=[0, 1], random_state=0),
+            raw,
+            yc,
+            cv=2,
+            error_score="raise",
+        ),
     ]
     for fit in fits:
         with warnings.catch_warnings(record=True) as caught:

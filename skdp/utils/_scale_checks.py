@@ -15,6 +15,7 @@ import os
 import sys
 import warnings
 
+import joblib
 import numpy as np
 import sklearn
 
@@ -33,15 +34,16 @@ _ADVICE = (
 )
 
 
-# Frames in these packages are not the user's: the warning points past them.
+# Frames in these packages are not the user's: the warning points past them
+# (joblib: scikit-learn's cross_val_score fits through it).
 _LIBRARY_DIRS = tuple(
     os.path.dirname(os.path.abspath(module.__file__)) + os.sep
-    for module in (sys.modules[__name__.split(".")[0]], sklearn)
+    for module in (sys.modules[__name__.split(".")[0]], sklearn, joblib)
 )
 
 
 def _user_stacklevel():
-    """The ``stacklevel`` of the first caller outside skdp and scikit-learn.
+    """The ``stacklevel`` of the first caller outside skdp, scikit-learn and joblib.
 
     Counted from the caller of this function (level 1), so that the warning
     names the user's line however deep the estimator's call chain is (it
@@ -99,7 +101,7 @@ def warn_if_unscaled(
     n_features : int, optional
     stacklevel : int, optional
         Passed to :func:`warnings.warn`. By default, the first frame outside
-        skdp and scikit-learn: the user's call.
+        skdp, scikit-learn and joblib: the user's call.
 
     Returns
     -------

@@ -821,9 +821,10 @@ def planned_finite_run(plan):
     """Whether the plug-in rule uses the finite run's noise at the planned
     curvature (:data:`PLANNED_FINITE_RUN`; a public fact of the plan).
 
-    ``"short"``: where the plan's first stage is shorter than half of the
-    steps (:data:`LARGE_N_FIRST_STAGE`, gated on a planned clipped fraction
-    of at most :data:`FIRST_STAGE_MAX_CLIPPED`).
+    ``"short"``: where the plan's first stage is shorter than the default
+    split's ``n_steps // 2`` (:data:`LARGE_N_FIRST_STAGE`, gated on a
+    planned clipped fraction of at most :data:`FIRST_STAGE_MAX_CLIPPED`);
+    an odd ``n_steps`` split at ``n_steps // 2`` is not short.
 
     Examples
     --------
@@ -838,7 +839,7 @@ def planned_finite_run(plan):
         if rule != "short":
             raise ValueError(f"PLANNED_FINITE_RUN={rule!r} is not supported.")
         steps = sum(m for m, _ in plan.stages)
-        return plan.tuning == "risk_estimate" and 2 * plan.stages[0][0] < steps
+        return plan.tuning == "risk_estimate" and plan.stages[0][0] < steps // 2
     return bool(rule)
 
 
@@ -1699,8 +1700,10 @@ def intercept_shrinkage(value, noise_std):
         return b
     if not abs(b) > t:  # within its noise of 0
         return 0.0
-    # (t / b) ** 2 where b * b underflows (|b| < 1.5e-162).
-    ratio = (t * t) / (b * b) if b * b > 0.0 else (t / b) ** 2
+    # (t / b) ** 2 where b * b underflows (|b| < 1.5e-162) or overflows
+    # (|b| > 1.3e154: inf / inf is nan, and the factor would drop to 0).
+    bb = b * b
+    ratio = (t * t) / bb if 0.0 < bb < math.inf else (t / b) ** 2
     return b * max(0.0, 1.0 - ratio)
 
 
