@@ -120,9 +120,7 @@ def test_default_norm_clip_scale_noise_follows_the_clip_used(monkeypatch):
     assert plan.default_feature_norm == 2.0
     scale = plan_module.default_norm_clip_scale(4, 1.0)
     # the multinomial noise-ratio rule multiplies the default-norm scale
-    ratio = plan_module.multinomial_noise_ratio(
-        plan.gda.noise_multiplier, 112, 5, 3
-    )
+    ratio = plan_module.multinomial_noise_ratio(plan.gda.noise_multiplier, 112, 5, 3)
     scale *= plan_module.multinomial_clip_scale(ratio)
     assert plan.gda.clip_factor == pytest.approx(0.7 * scale)
     T = plan.gda.n_steps

@@ -30,5 +30,7 @@ def _visit_block(self, node):
 
 
 def setup(app):
-    app.add_html_math_renderer("plain_math", (_visit_inline, None), (_visit_block, None))
+    app.add_html_math_renderer(
+        "plain_math", (_visit_inline, None), (_visit_block, None)
+    )
     return {"parallel_read_safe": True, "parallel_write_safe": True}
