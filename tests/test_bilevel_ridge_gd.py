@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from sklearn.linear_model import Ridge
+from sklearn.linear_model import Ridge, RidgeCV
 
 from skdp import BilevelRidge
 from skdp.losses import SquaredLoss
@@ -188,6 +188,36 @@ def test_epsilon_inf_matches_sklearn_ridge_at_alpha(tuning):
     ref = Ridge(alpha=m.alpha_).fit(X, y)
     np.testing.assert_allclose(m.coef_, ref.coef_, rtol=1e-4, atol=1e-5)
     assert m.intercept_ == pytest.approx(ref.intercept_, abs=1e-4)
+
+
+@pytest.mark.parametrize("noise", [10.0, 1.0, 0.1])
+def test_epsilon_inf_tunes_the_penalty_like_ridgecv(noise):
+    # without noise nothing is clipped, so the clip level says nothing about
+    # the residual scale: it is read from the residuals. Before, the rule
+    # returned no penalty (alpha_ ~ 1e-28, least squares), and at low SNR
+    # the epsilon = inf fit was worse than the private ones
+    rng = np.random.default_rng(7)
+    X, y, coef = _linear(rng, 1000, 20, noise=noise * math.sqrt(20 / 3))
+    m = BilevelRidge(epsilon=np.inf, random_state=0).fit(X, y)
+    ref = RidgeCV(alphas=np.logspace(-3, 6, 91)).fit(X, y)
+    assert ref.alpha_ / 3 < m.alpha_ < 3 * ref.alpha_
+    risk, ref_risk = (np.sum((c - coef) ** 2) for c in (m.coef_, ref.coef_))
+    assert risk < 1.2 * ref_risk
+
+
+def test_plugin_penalty_reads_a_given_residual_variance():
+    # v = sigma**2 / (n s**2); penalty d v / (||w||**2 - d v) at p = 0
+    n, s, sigma2 = 1000, 2.0, 9.0
+    w = np.array([0.3, -0.2, 0.1, 0.0])  # with the intercept
+    f = rgd.plugin_penalty(
+        0.0, n, 10, True, residual_variance=sigma2, **rgd.PLUGIN_RULE
+    )
+    v = sigma2 / (n * s * s)
+    expected = 3 * v / (0.14 - 3 * v)
+    assert f([w], np.ones(20), s) == pytest.approx(expected)
+    # without it, nothing clipped: no statistical variance, no penalty
+    g = rgd.plugin_penalty(0.0, n, 10, True, **rgd.PLUGIN_RULE)
+    assert g([w], np.ones(20), s) == 0.0
 
 
 @pytest.mark.parametrize("omega", [0.3, 3.0])

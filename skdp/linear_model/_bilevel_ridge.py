@@ -421,7 +421,10 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     -----
     ``inner_solver="gd"`` (default): ``alpha_ = n omega`` with ``omega`` the
     penalty of the returned model's stage on the mean loss; with
-    ``epsilon=np.inf`` the model is ``Ridge(alpha=alpha_).fit(X, y)`` once
+    ``epsilon=np.inf`` the plug-in rule reads the residual scale from the
+    residuals (nothing is clipped, so no clip level gives it), which puts
+    ``alpha_`` near ``RidgeCV``'s, and the model is
+    ``Ridge(alpha=alpha_).fit(X, y)`` once
     gradient descent has converged (``inner_max_iter`` steps; true on
     well-conditioned data, not e.g. on ``load_diabetes``'s correlated
     columns). ``alpha_path_`` holds the stages' penalties,

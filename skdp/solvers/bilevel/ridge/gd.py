@@ -956,6 +956,7 @@ def plugin_penalty(
     released_floor=None,
     final_stage=None,
     planned_finite_run=False,
+    residual_variance=None,
 ):
     """The ``"risk_estimate"`` rule: a penalty from the first stage's release.
 
@@ -993,8 +994,9 @@ def plugin_penalty(
         Planned fraction ``p`` of clipped per-sample gradients (public).
     max_penalty : float, default=MAX_PENALTY
     statistical : bool, default=False
-        Add the statistical variance (none when ``p = 0``, e.g. without
-        noise: the clip level is then the maximum, not a quantile). Off by
+        Add the statistical variance (none when ``p = 0`` unless
+        ``residual_variance`` is given: the clip level is then the maximum,
+        not a quantile). Off by
         measurement (3 seeds, the benchmark's tasks): at ``epsilon = 5`` it
         took the low-SNR excess risk to 0.15x (n = 1e3) and 0.45x
         (n = 1e4), but at ``epsilon = 1`` it cost 12-20% at high SNR
@@ -1035,6 +1037,13 @@ def plugin_penalty(
         With ``step_size``, ``v`` is the finite run's variance
         (:func:`averaged_iterate_noise`) at the planned curvature too, not
         only with a released one (:data:`PLANNED_FINITE_RUN`).
+    residual_variance : float, optional
+        ``sigma**2`` of the statistical variance, given directly instead of
+        read off the clip level. Only for a fit without noise
+        (``epsilon=np.inf``): nothing is clipped there (``p = 0``), so the
+        clip level says nothing about ``sigma``, and without it the rule
+        would return no penalty at all (an untuned least-squares fit, worse
+        than the private fits at low SNR).
 
     Returns
     -------
@@ -1081,9 +1090,12 @@ def plugin_penalty(
                 v = max(v, iterate_noise(windows[-1][:, :d]))
             if statistical and len(window):
                 D = d + int(fit_intercept)
-                v_stat = statistical_noise(
-                    float(np.median(window)), s, D, clip_fraction, n
-                )
+                if residual_variance is not None:
+                    v_stat = float(residual_variance) / (n * s * s)
+                else:
+                    v_stat = statistical_noise(
+                        float(np.median(window)), s, D, clip_fraction, n
+                    )
                 if STAT_SANDWICH == "planned":
                     v_stat *= clipped_variance_factor(clip_fraction)
                 elif STAT_SANDWICH == "released":
@@ -1815,6 +1827,15 @@ def ridge_gd(
     if plan.tuning == "risk_estimate":
 
         def rule(*args, **kwargs):
+            residual_variance = None
+            if plan.fit.gd.z_grad == 0:
+                # no noise (epsilon = inf; z_grad = 0 releases exact gradients,
+                # so this reads nothing a private fit could not): sigma from
+                # the residuals, as nothing is clipped and the clip level
+                # cannot give it
+                D = X.shape[1] + int(plan.fit_intercept)
+                r = y - _predict(X, np.asarray(args[0][-1]), plan.fit_intercept)
+                residual_variance = float(r @ r) / max(X.shape[0] - D, 1)
             return plugin_penalty(
                 plan.fit.gd.z_grad,
                 X.shape[0],
@@ -1826,6 +1847,7 @@ def ridge_gd(
                 released_floor=RELEASED_SIGNAL_FLOOR,
                 final_stage=plan.stages[1],
                 planned_finite_run=planned_finite_run(plan),
+                residual_variance=residual_variance,
                 **PLUGIN_RULE,
             )(*args, **kwargs)
 
