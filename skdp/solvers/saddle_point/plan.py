@@ -696,8 +696,10 @@ class MinimaxPlan:
         Public quantities released privately before the solver runs, in
         order: ``"feature_norm"``, ``"group_priors"``, ``"center"``.
     estimate_mu : float
-        GDP parameter of each estimate (the norm quantile is released at
-        ``epsilon = estimate_mu``, the same zCDP cost).
+        GDP parameter of each estimate (the norm bound's noisy bisection,
+        :func:`~skdp.privacy.private_norm_bound`, is released at exactly
+        this ``mu``; for the multinomial ``"gda"`` bound alone it is
+        :func:`multinomial_bound_share` of its share).
     estimate_noise_multiplier : float
         Noise multiplier of the Gaussian estimates (histogram, mean).
     noise_multiplier : float
