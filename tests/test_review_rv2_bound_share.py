@@ -184,3 +184,39 @@ def test_one_group_averaging_rule_reads_the_declared_groups_on_every_path():
     one, declared_one, two, inferred_two = seen
     assert one == declared_one is not None and one < 0.5
     assert two is None and inferred_two is None
+
+
+@pytest.mark.parametrize("center, priors", [(True, None), (False, "estimated")])
+def test_bound_share_leaves_plans_with_other_estimates_alone(center, priors):
+    """A private mean or estimated priors: the bound keeps its equal part of
+    the share (the rule is for the bound alone)."""
+    n, eps, delta = 5000, 1.0, 1e-6
+    n_groups = 2 if priors == "estimated" else 1
+    plan = plan_module.plan_minimax(
+        eps, delta, n, 4, n_groups, 3, center=center, max_iter=20
+    )
+    assert len(plan.estimates) == 2 and plan.estimates[0] == "feature_norm"
+    equal = Budget.from_target(eps, delta, margin=False).share(0.1, 2).mu
+    assert plan.estimate_mu == pytest.approx(equal, rel=1e-12)
+    assert plan.event.events[0].events[0] == private_norm_bound_event(equal)
+
+
+@pytest.mark.parametrize("n, K, max_iter", [(40, 12, 1), (60, 40, 3), (2000, 25, 1)])
+def test_edge_sizes_stay_within_the_budget_and_finite(n, K, max_iter):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 3)) + 1.0
+    y = rng.integers(0, K, size=n)
+    for center in (False, True):
+        clf = MinimaxFairClassifier(
+            epsilon=0.3,
+            classes=range(K),
+            center=center,
+            max_iter=max_iter,
+            random_state=0,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf.fit(X, y)
+        assert clf.privacy_spent_[0] <= 0.3
+        assert np.all(np.isfinite(clf.coef_)) and np.all(np.isfinite(clf.intercept_))
+        assert 0.0 < clf.constants_["clip"] < math.inf
