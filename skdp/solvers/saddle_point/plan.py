@@ -603,10 +603,11 @@ def gda_plan(
     n_samples, n_params : int or None, default=None
         Public number of records and of coefficient rows (features plus
         intercept column). With more than two classes and both given, the
-        momentum follows :func:`multinomial_momentum` and the primal
-        averaging :func:`multinomial_average_from`; otherwise they are
-        ``_GDA_MOMENTUM`` and the schedule rule's; the noisy clip factor is
-        also scaled by :func:`multinomial_clip_scale`.
+        momentum follows :func:`multinomial_momentum`, the default radius
+        :func:`multinomial_radius` and, with one group (``n_groups``), the
+        primal averaging :func:`multinomial_average_from`; otherwise they are
+        ``_GDA_MOMENTUM``, 5 and the schedule rule's; the noisy clip factor
+        is also scaled by :func:`multinomial_clip_scale`.
     clip_scale : float, default=1.0
         Multiplier of the noisy multinomial clip factor (the noiseless one,
         ``sqrt(2)``, is kept; in between the share ``u`` of
