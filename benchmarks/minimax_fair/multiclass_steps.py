@@ -15,7 +15,9 @@ otherwise). Each variant changes one public rule of the plan:
   signal-to-noise ratio ``(n mu)**2 / (p K)`` of 1e4, else 300 or 100);
 - ``avg=f``: primal averaging from the fraction ``f`` of the run;
 - ``step=s``: ``step_scale = s``;
-- ``share=s``: ``estimation_share = s`` (the feature-norm bound's share);
+- ``share=s``: ``estimation_share = s`` (the feature-norm bound's share,
+  with :func:`~skdp.solvers.saddle_point.plan.multinomial_bound_share`
+  switched off so that ``s`` is the bound's share as before that rule);
 - ``level=q``: the feature-norm bound's quantile level forced to ``q``
   (instead of :func:`~skdp.privacy._norm_bound.quantile_level`);
 - ``clip=c``: the noisy multinomial clip factor ``c`` row bounds, without
@@ -33,7 +35,9 @@ otherwise). Each variant changes one public rule of the plan:
   where the norm quantile stays reachable at that share
   (:func:`~skdp.solvers.saddle_point.plan.norm_quantile_reachable`), else
   the default 0.1 (so no cell switches between a released and the public
-  default bound).
+  default bound); ``multinomial_bound_share`` is switched off as for
+  ``share=``. Adopted with ``f = 0.2`` as that rule, so ``default`` is now
+  ``bshare=0.2``; ``share=0.1`` is the default before it.
 
 DP-GD baselines are read from the committed per-run results of
 ``multiclass_real.py`` (DP-GD is deterministic given its seed), so
@@ -108,6 +112,25 @@ def forced(level, clip):
         plan_module._GDA_CLIP_RATIO = saved_ratio
 
 
+@contextlib.contextmanager
+def literal_share(on):
+    """``estimation_share`` taken literally by the bound (``on``): without
+    :func:`~skdp.solvers.saddle_point.plan.multinomial_bound_share`, which
+    would otherwise give the bound a fifth of a variant's share."""
+    saved = plan_module._GDA_MULTINOMIAL_BOUND_SHARE
+    if on:
+        plan_module._GDA_MULTINOMIAL_BOUND_SHARE = 1.0
+    try:
+        yield
+    finally:
+        plan_module._GDA_MULTINOMIAL_BOUND_SHARE = saved
+
+
+def sets_share(variant):
+    """Whether a variant sets ``estimation_share`` itself."""
+    return any(p.startswith(("share=", "bshare=")) for p in variant.split("+"))
+
+
 CLIP_R0 = 0.4  # --clip-r0
 
 
@@ -137,9 +160,10 @@ def forced_parts(variant, n, d, K, eps):
         elif part == "clipoff":
             clip = 0.7
         elif part.startswith("cliprule="):
-            plan = plan_module.plan_minimax(
-                eps, n**-1.1, n, d, 1, K, estimation_share=share
-            )
+            with literal_share(sets_share(variant)):
+                plan = plan_module.plan_minimax(
+                    eps, n**-1.1, n, d, 1, K, estimation_share=share
+                )
             r = plan_module.multinomial_noise_ratio(plan.noise_multiplier, n, d + 1, K)
             clip = 0.7 * min(1.0, (CLIP_R0 / r) ** float(part[9:]))
     return level, clip
@@ -181,7 +205,12 @@ def fit(Xtr, ytr, Xte, yte, K, eps, seed, variant):
     kw, avg = variant_kwargs(variant, Xtr.shape[0], Xtr.shape[1], K, eps)
     n, d = Xtr.shape
     level_clip = forced_parts(variant, n, d, K, eps)
-    with warnings.catch_warnings(), primal_average(avg), forced(*level_clip):
+    with (
+        warnings.catch_warnings(),
+        primal_average(avg),
+        forced(*level_clip),
+        literal_share(sets_share(variant)),
+    ):
         warnings.simplefilter("ignore")
         clf = MinimaxFairClassifier(
             epsilon=eps, classes=range(K), random_state=seed, **kw

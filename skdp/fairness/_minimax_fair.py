@@ -179,14 +179,16 @@ class MinimaxFairClassifier(
         Share of the budget (of ``mu**2`` in GDP units, the same name and
         unit in every skdp estimator) spent on estimating ``feature_norm``,
         the group priors when they are not given, and the mean when
-        ``center=True`` (split equally; the pure-DP norm quantile with share
-        ``s`` gets ``epsilon = mu sqrt(s)``, the same zCDP cost); the solver's
-        noise is then calibrated so that the whole fit meets ``(epsilon,
-        delta)``. With more than two classes (``solver="gda"``), when the
-        norm bound is the only estimate it takes a fifth of this share where
-        its quantile stays reachable there
-        (:func:`~skdp.solvers.saddle_point.plan.multinomial_bound_share`):
-        the bound barely moves with its budget, the steps gain it.
+        ``center=True`` (split equally; each is a Gaussian release, the norm
+        bound's noisy bisection with share ``s`` at GDP ``mu sqrt(s)``); the
+        solver's noise is then calibrated so that the whole fit meets
+        ``(epsilon, delta)``. With more than two classes (``solver="gda"``),
+        when the norm bound is the only estimate (one group, or given
+        ``group_priors``, and ``center=False``) it takes a fifth of this
+        share where its quantile stays reachable there
+        (:func:`~skdp.solvers.saddle_point.plan.multinomial_bound_share`, a
+        public rule of ``n`` and the budget; else the whole share): the bound
+        barely moves with its budget, the steps gain the rest.
     verbose : int, default=0
         Print the fit's phases (records, plan, solver stages, privacy spent)
         when positive; ``2`` also prints the privacy plan. Only public
@@ -261,9 +263,11 @@ class MinimaxFairClassifier(
       and solver were chosen by measurement on synthetic data and Adult
       (``benchmarks/minimax_fair/main.py``), never on the data being fitted.
     - Every solver: the estimates take ``estimation_share`` of the
-      Gaussian-DP budget ``mu**2`` (:class:`skdp.privacy.Budget`); the
-      noisy histogram and the mean are Gaussian releases at their share, the
-      feature norm quantile a pure-DP step with ``epsilon = mu sqrt(share)``.
+      Gaussian-DP budget ``mu**2`` (:class:`skdp.privacy.Budget`; a fifth of
+      it for the multinomial norm bound alone, see ``estimation_share``); the
+      noisy histogram, the mean and the feature norm bound's noisy bisection
+      (:func:`~skdp.privacy.private_norm_bound`) are Gaussian releases at
+      their share, composed exactly with the solver's steps.
     - The number of inner iterations of NISPP, hence the running time,
       depends on the data; timing side channels are outside the guarantee.
     - Floating-point Gaussian sampling is not exactly DP (Mironov 2012).

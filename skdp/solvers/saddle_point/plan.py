@@ -603,10 +603,11 @@ def gda_plan(
     n_samples, n_params : int or None, default=None
         Public number of records and of coefficient rows (features plus
         intercept column). With more than two classes and both given, the
-        momentum follows :func:`multinomial_momentum` and the primal
-        averaging :func:`multinomial_average_from`; otherwise they are
-        ``_GDA_MOMENTUM`` and the schedule rule's; the noisy clip factor is
-        also scaled by :func:`multinomial_clip_scale`.
+        momentum follows :func:`multinomial_momentum`, the default radius
+        :func:`multinomial_radius` and, with one group (``n_groups``), the
+        primal averaging :func:`multinomial_average_from`; otherwise they are
+        ``_GDA_MOMENTUM``, 5 and the schedule rule's; the noisy clip factor
+        is also scaled by :func:`multinomial_clip_scale`.
     clip_scale : float, default=1.0
         Multiplier of the noisy multinomial clip factor (the noiseless one,
         ``sqrt(2)``, is kept; in between the share ``u`` of
@@ -696,8 +697,10 @@ class MinimaxPlan:
         Public quantities released privately before the solver runs, in
         order: ``"feature_norm"``, ``"group_priors"``, ``"center"``.
     estimate_mu : float
-        GDP parameter of each estimate (the norm quantile is released at
-        ``epsilon = estimate_mu``, the same zCDP cost).
+        GDP parameter of each estimate (the norm bound's noisy bisection,
+        :func:`~skdp.privacy.private_norm_bound`, is released at exactly
+        this ``mu``; for the multinomial ``"gda"`` bound alone it is
+        :func:`multinomial_bound_share` of its share).
     estimate_noise_multiplier : float
         Noise multiplier of the Gaussian estimates (histogram, mean).
     noise_multiplier : float
