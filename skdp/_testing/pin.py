@@ -118,6 +118,14 @@ def _minimax(**params):
     return make, "groups"
 
 
+def _minimax_multinomial(data, **params):
+    def make():
+        skdp, _, _ = _skdp()
+        return skdp.MinimaxFairClassifier(classes=[0, 1, 2], **params)
+
+    return make, data
+
+
 _SUBSAMPLED = {
     "solver": "nseg",
     "epsilon": 1.0,
@@ -264,6 +272,15 @@ PINNED_CONFIGS = {
     "MinimaxFairClassifier[gda]": _minimax(),
     "MinimaxFairClassifier[gda,center]": _minimax(center=True),
     "MinimaxFairClassifier[gda,feature_norm]": _minimax(feature_norm=3.0),
+    # Multinomial gda (K = 3): one group, where the bound-share and the
+    # one-group averaging rules act; three groups at a noise ratio above 0.4,
+    # where the clip rule acts (saddle_point/plan.py).
+    "MinimaxFairClassifier[gda,multinomial]": _minimax_multinomial(
+        "multiclass", epsilon=2.0, max_iter=5
+    ),
+    "MinimaxFairClassifier[gda,multinomial,groups]": _minimax_multinomial(
+        "multiclass_groups", epsilon=0.5, max_iter=60, groups=[0, 1]
+    ),
     # The subsampled solvers calibrate with PLD / RDP, which is slow at large
     # epsilon: epsilon=1, two steps of 150 rows keep each fit ~2 s.
     "MinimaxFairClassifier[nseg,poisson]": _minimax(**_SUBSAMPLED),
@@ -319,6 +336,9 @@ def _data(kind):
         return X, y, {}
     if kind == "groups":
         X, y, groups = _classification()
+        return X, y, {"sensitive_features": groups}
+    if kind == "multiclass_groups":
+        X, y, groups = _classification(n_classes=3)
         return X, y, {"sensitive_features": groups}
     if kind == "transform":
         X, _ = _regression()
