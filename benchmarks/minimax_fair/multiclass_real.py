@@ -208,6 +208,7 @@ def main():
     parser.add_argument("--eps", default="0.5,1,2,5")
     parser.add_argument("--datasets", default="iris,wine,digits")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--suffix", default="", help="result file name suffix")
     args = parser.parse_args()
     epsilons = [float(e) for e in args.eps.split(",")]
     per = 1 if args.quick else args.seeds_per_split
@@ -258,6 +259,7 @@ def main():
         )
         + f" --seeds-per-split {args.seeds_per_split}"
         + (" --quick" if args.quick else "")
+        + (f" --suffix {args.suffix}" if args.suffix else "")
     )
     lines = [
         "# MinimaxFairClassifier, multiclass, against fixed-clip multinomial DP-GD",
@@ -287,7 +289,7 @@ def main():
     tag = args.part
     if args.part == "synthetic":
         tag += "_n" + "_".join(args.ns.split(","))
-    stem = RESULTS / f"minimax_fair_multiclass_{tag}"
+    stem = RESULTS / f"minimax_fair_multiclass_{tag}{args.suffix}"
     (stem.parent / (stem.name + ".md")).write_text("\n".join(lines) + "\n")
     (stem.parent / (stem.name + ".json")).write_text(
         json.dumps({"summaries": summaries, "runs": raw}, indent=1)
