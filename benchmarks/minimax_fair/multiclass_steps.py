@@ -14,6 +14,9 @@ otherwise). Each variant changes one public rule of the plan:
   ``auto_multinomial_steps(n, p K, mu)`` (30 steps below a squared
   signal-to-noise ratio ``(n mu)**2 / (p K)`` of 1e4, else 300 or 100);
 - ``avg=f``: primal averaging from the fraction ``f`` of the run;
+- ``navg=A``: the averaging rule with its no-momentum end ``A`` (default
+  0.5): ``A`` where momentum is off, moving to 0.3 with momentum and to 0.5
+  without noise, as :func:`~skdp.solvers.saddle_point.plan.multinomial_average_from`;
 - ``step=s``: ``step_scale = s``;
 - ``share=s``: ``estimation_share = s`` (the feature-norm bound's share,
   with :func:`~skdp.solvers.saddle_point.plan.multinomial_bound_share`
@@ -89,6 +92,21 @@ def primal_average(frac):
         yield
     finally:
         plan_module.multinomial_average_from = saved
+
+
+@contextlib.contextmanager
+def noisy_average_from(variant):
+    """``navg=A``: the averaging rule's no-momentum end
+    (``_GDA_MULTINOMIAL_NOISY_AVERAGE_FROM``) set to ``A``; the rule still
+    moves it towards 0.3 with momentum and to 0.5 without noise."""
+    parts = [p for p in variant.split("+") if p.startswith("navg=")]
+    saved = plan_module._GDA_MULTINOMIAL_NOISY_AVERAGE_FROM
+    if parts:
+        plan_module._GDA_MULTINOMIAL_NOISY_AVERAGE_FROM = float(parts[0][5:])
+    try:
+        yield
+    finally:
+        plan_module._GDA_MULTINOMIAL_NOISY_AVERAGE_FROM = saved
 
 
 @contextlib.contextmanager
@@ -184,6 +202,8 @@ def variant_kwargs(variant, n, d, K, eps):
             kw["max_iter"] = int(part[6:])
         elif part.startswith("avg="):
             avg = float(part[4:])
+        elif part.startswith("navg="):
+            continue  # the rule's no-momentum end, set in fit()
         elif part.startswith("step="):
             kw["step_scale"] = float(part[5:])
         elif part.startswith("share="):
@@ -210,6 +230,7 @@ def fit(Xtr, ytr, Xte, yte, K, eps, seed, variant):
         primal_average(avg),
         forced(*level_clip),
         literal_share(sets_share(variant)),
+        noisy_average_from(variant),
     ):
         warnings.simplefilter("ignore")
         clf = MinimaxFairClassifier(
@@ -222,6 +243,7 @@ def fit(Xtr, ytr, Xte, yte, K, eps, seed, variant):
 
 
 SYN_N = 10_000  # --syn-n
+BASELINE_SUFFIX = ""  # --baselines: which multiclass_real.py run to pair with
 BOUNDS = []  # released feature-norm bounds of the current variant
 
 
@@ -232,7 +254,7 @@ def load_baseline(name):
         path = RESULTS / "minimax_fair_multiclass_synthetic_n10000.json"
         return json.load(open(path))["runs"]["synthetic n=10000"]
     if name in ("iris", "wine", "digits"):
-        path = RESULTS / "minimax_fair_multiclass_real.json"
+        path = RESULTS / f"minimax_fair_multiclass_real{BASELINE_SUFFIX}.json"
         return json.load(open(path))["runs"][name]
     return None
 
@@ -283,9 +305,16 @@ def main():
     parser.add_argument("--syn-n", type=int, default=10_000)
     parser.add_argument("--tag", default=None)
     parser.add_argument("--clip-r0", type=float, default=0.4)
+    parser.add_argument(
+        "--baselines",
+        default="",
+        help="suffix of the multiclass_real.py run whose DP-GD runs are paired "
+        "(its --suffix; its splits and seeds must cover this run's)",
+    )
     args = parser.parse_args()
-    global SYN_N, CLIP_R0
+    global SYN_N, CLIP_R0, BASELINE_SUFFIX
     SYN_N = args.syn_n
+    BASELINE_SUFFIX = args.baselines
     CLIP_R0 = args.clip_r0
     epsilons = [float(e) for e in args.eps.split(",")]
     variants = args.variants.split(",")
@@ -306,7 +335,9 @@ def main():
         for eps in epsilons:
             key = str(eps)
             best = None
-            if base is not None:
+            covered = base is not None and key in base[0]
+            covered = covered and len(base) >= len(data) * per
+            if covered:
                 gd_keys = [k for k in base[0][key] if k.startswith("gd_")]
                 gd_mean = {k: np.mean([r[key][k] for r in base]) for k in gd_keys}
                 best = max(gd_mean, key=gd_mean.get)
@@ -343,7 +374,9 @@ def main():
         f"--datasets {args.datasets} --clip-r0 {args.clip_r0:g} --splits {args.splits} --syn-reps "
         f"{args.syn_reps} --syn-n {args.syn_n} --seeds-per-split {per} --eps "
         f"{args.eps} --variants "
-        f"{args.variants}` (commit {head_commit()}; {minutes:.1f} min, shared 2-core "
+        f"{args.variants}"
+        + (f" --baselines {args.baselines}" if args.baselines else "")
+        + f"` (commit {head_commit()}; {minutes:.1f} min, shared 2-core "
         "machine). "
         "'±': standard error of paired differences (same split, seed).",
         "",

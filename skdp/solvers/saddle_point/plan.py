@@ -132,6 +132,9 @@ _GDA_RADIUS_GROWTH = 4.0
 # digits, where later or earlier averaging moved nothing beyond noise) and
 # as z -> 0 (the noiseless limit keeps its schedule).
 _GDA_MULTINOMIAL_AVERAGE_FROM = 0.3
+# Primal averaging start of the one-group multinomial fit without momentum
+# (r >= _GDA_MOMENTUM_RATIO[1]); the noiseless limit keeps _GDA_AVERAGE_FROM.
+_GDA_MULTINOMIAL_NOISY_AVERAGE_FROM = 0.5
 # Clip under the public default feature norm (issue 17, round 2;
 # benchmarks/results/minimax_fair_multiclass_clip_*.md): the default
 # sqrt(d) is the largest norm of a row in [-1, 1]^d, while a row of d
@@ -449,12 +452,14 @@ def multinomial_average_from(noise_ratio, noiseless_share=0.0):
     >>> multinomial_average_from(0.0, noiseless_share=1.0)
     0.5
     """
-    gap = _GDA_AVERAGE_FROM - _GDA_MULTINOMIAL_AVERAGE_FROM
+    noisy = _GDA_MULTINOMIAL_NOISY_AVERAGE_FROM
+    gap = noisy - _GDA_MULTINOMIAL_AVERAGE_FROM
     # squared: the momentum's memory (1 / (1 - m) steps) is long only near
     # full momentum; at momentum 0.36 (digits, epsilon = 5) the earlier
     # average of the linear rule cost 0.0008 +- 0.0004
-    on = (1.0 - _noise_share(noise_ratio)) ** 2 * (1.0 - float(noiseless_share))
-    return _GDA_AVERAGE_FROM - gap * on
+    start = noisy - gap * (1.0 - _noise_share(noise_ratio)) ** 2
+    u = float(noiseless_share)
+    return (1.0 - u) * start + u * _GDA_AVERAGE_FROM
 
 
 def default_norm_clip_scale(n_features, intercept_scaling):
