@@ -25,6 +25,7 @@ Usage: ``python -m benchmarks.sparse.main [--n N] [--d D] [--density P]
 
 import argparse
 import contextlib
+import os
 import time
 import tracemalloc
 import warnings
@@ -34,7 +35,7 @@ import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression, Ridge
 from threadpoolctl import threadpool_limits
 
-from benchmarks._common import RESULTS
+from benchmarks._common import RESULTS, head_commit
 from skdp import (
     BilevelRidge,
     HeavyTailedLinearRegression,
@@ -198,9 +199,9 @@ def main():
     out = [
         "# Sparse input benchmark (issue 17)",
         "",
-        f"Command: `{cmd}` ({minutes:.1f} min on a shared 2-core machine, "
-        "other engineers' jobs running). Default parameters, `random_state=0`, "
-        "epsilon = 1.",
+        f"Command: `{cmd}` at commit {head_commit()} ({minutes:.1f} min on a "
+        f"shared 2-core machine, load average {os.getloadavg()[0]:.1f} at the "
+        "end). Default parameters, `random_state=0`, epsilon = 1.",
         "",
         f"## Bag-of-words CSR (n = {args.n:,}, d = {args.d:,}, "
         f"{100 * args.density:g}% non-zero)",
