@@ -327,6 +327,73 @@ def test_multinomial_average_rule_is_public_continuous_and_free():
         assert binary.gda.primal_average_from is None
 
 
+def test_no_momentum_averaging_start_grows_with_the_number_of_coefficients():
+    """Where momentum is off, the one-group multinomial fit averages from 0.5
+    of the run up to p K = 120 coefficients and from 0.7 from p K = 240 on,
+    continuous and monotone in between: a function of the dimensions only, so
+    the privacy event is unchanged. With momentum the start still moves to 0.3,
+    without noise to 0.5; binary and several-group fits keep their windows."""
+    start = plan_module.multinomial_noisy_average_from
+    lo, hi = plan_module._GDA_AVERAGE_COEFS
+    assert start(None) == start(15) == start(lo) == 0.5
+    assert start(hi) == start(650) == start(10**6) == 0.7
+    grid = np.geomspace(lo / 2, 2 * hi, 200)
+    values = np.array([start(c) for c in grid])
+    assert np.all(np.diff(values) >= 0) and np.max(np.diff(values)) < 0.01
+    avg = plan_module.multinomial_average_from
+    big = 650
+    assert avg(1.0, n_coefficients=big) == 0.7
+    assert avg(0.01, n_coefficients=big) == 0.3  # full momentum
+    assert avg(0.0, noiseless_share=1.0, n_coefficients=big) == 0.5
+    assert 0.3 < avg(0.1, n_coefficients=big) < 0.7
+    kw = dict(max_iter=100, estimate_priors=False, estimate_norm=False)
+    # digits' shape: 64 features (+ intercept), 10 classes, 1347 rows
+    wide = plan_module.plan_minimax(1.0, 1e-6, 1347, 64, 1, 10, **kw)
+    narrow = plan_module.plan_minimax(1.0, 1e-6, 112, 4, 1, 3, **kw)  # iris
+    assert wide.gda.momentum == narrow.gda.momentum == 0.0
+    assert wide.gda.primal_average_from == 0.7
+    assert narrow.gda.primal_average_from == 0.5
+    # the number of coefficients moves no noise: same budget, same event
+    with_rule = plan_module.plan_minimax(1.0, 1e-6, 1347, 64, 1, 10, **kw)
+    saved = plan_module._GDA_MULTINOMIAL_NOISY_AVERAGE_FROM
+    try:
+        plan_module._GDA_MULTINOMIAL_NOISY_AVERAGE_FROM = (0.5, 0.5)
+        without = plan_module.plan_minimax(1.0, 1e-6, 1347, 64, 1, 10, **kw)
+    finally:
+        plan_module._GDA_MULTINOMIAL_NOISY_AVERAGE_FROM = saved
+    assert without.gda.primal_average_from == 0.5
+    assert with_rule.event == without.event
+    assert with_rule.noise_multiplier == without.noise_multiplier
+    groups = plan_module.plan_minimax(1.0, 1e-6, 1347, 64, 3, 10, **kw)
+    assert groups.gda.primal_average_from is None  # the schedule's window
+    binary = plan_module.plan_minimax(1.0, 1e-6, 1347, 64, 1, 2, **kw)
+    assert binary.gda.primal_average_from is None
+
+
+def test_no_momentum_averaging_start_reaches_the_solver(monkeypatch):
+    """The estimator's gda run averages from the plan's start: a wide
+    one-group multinomial fit passes 0.7 to the solver, a narrow one 0.5."""
+    from skdp.solvers.saddle_point import run as run_module
+
+    seen = []
+    real = run_module.group_dro_gda
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["primal_average_from"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "group_dro_gda", spy)
+    rng = np.random.default_rng(0)
+    for d, K in ((30, 10), (3, 3)):
+        X = rng.uniform(-1, 1, size=(400, d))
+        y = rng.integers(0, K, size=400)
+        MinimaxFairClassifier(
+            epsilon=1.0, delta=1e-6, classes=range(K), feature_norm=float(d) ** 0.5,
+            random_state=0,
+        ).fit(X, y)  # fmt: skip
+    assert seen == [0.7, 0.5]
+
+
 def test_multinomial_clip_scale_rule_is_public_continuous_and_free():
     """The noisy multinomial clip factor is scaled by (0.4 / r)**0.3 above the
     public noise ratio r = 0.4 and kept below it; continuous, decreasing in

@@ -14,12 +14,10 @@ feature-norm bound is estimated privately, as ``HeavyTailedLogisticRegression``
 estimates its scales in that benchmark. Per run (split, seed), in one process:
 
 - ``MinimaxFairClassifier`` (default schedule) with ``random_state = seed``;
-- the same fit without round 4's clip rule (``previous``: the noisy clip
-  factor 0.7 row bounds at every noise ratio, without
-  :func:`~skdp.solvers.saddle_point.plan.multinomial_clip_scale`; every
-  other rule, round 5's
-  :func:`~skdp.solvers.saddle_point.plan.multinomial_bound_share` included,
-  as in the default), paired;
+- the same fit without round 6's averaging rule (``previous``: the
+  no-momentum averaging start 0.5 at every number of coefficients, without
+  :func:`~skdp.solvers.saddle_point.plan.multinomial_noisy_average_from`;
+  every other rule as in the default), paired;
 - multinomial full-batch DP-GD (``dp_gd_multinomial`` of the heavy-tailed
   benchmark: per-record Frobenius clip C in {0.1, 1, 10}, step in {0.3, 1,
   3}, 100 steps, exact GDP noise) with ``default_rng(seed)``: the same
@@ -71,16 +69,16 @@ LRS = (0.3, 1.0, 3.0)
 
 @contextlib.contextmanager
 def previous_schedule():
-    """The defaults without round 4's clip rule (issue 17): the noisy clip
-    factor at every noise ratio (no
-    :func:`~skdp.solvers.saddle_point.plan.multinomial_clip_scale`); the
-    later rules stay on (this is no longer round 3's defaults)."""
-    saved = plan_module._GDA_CLIP_RATIO
-    plan_module._GDA_CLIP_RATIO = math.inf
+    """The defaults without round 6's averaging rule (issue 17): the
+    no-momentum averaging start 0.5 at every ``p K`` (before
+    :func:`~skdp.solvers.saddle_point.plan.multinomial_noisy_average_from`);
+    every other rule stays on."""
+    saved = plan_module._GDA_MULTINOMIAL_NOISY_AVERAGE_FROM
+    plan_module._GDA_MULTINOMIAL_NOISY_AVERAGE_FROM = (0.5, 0.5)
     try:
         yield
     finally:
-        plan_module._GDA_CLIP_RATIO = saved
+        plan_module._GDA_MULTINOMIAL_NOISY_AVERAGE_FROM = saved
 
 
 def fit_minimax(Xtr, ytr, Xte, yte, K, eps, seed):
@@ -272,9 +270,10 @@ def main():
         "sqrt(d) below the quantile's reach). DP-GD: 100 full-batch steps, "
         "exact GDP noise, C in {0.1, 1, 10} x step in {0.3, 1, 3}, the same "
         "splits and seeds; best (C, step) chosen in hindsight on the mean. "
-        "'previous': the defaults without round 4's multinomial_clip_scale "
-        "(noisy clip factor 0.7 row bounds at every noise ratio; round 5's "
-        "multinomial_bound_share on in both columns), same seeds. 'clip': the clip factor used. "
+        "'previous': the defaults without round 6's averaging rule "
+        "(multinomial_noisy_average_from: the no-momentum averaging start 0.5 "
+        "at every p K; every other rule on in both columns), same seeds. "
+        "'clip': the clip factor used. "
         "Mean test accuracy; '±' is "
         "the standard error of the paired differences. 'momentum': median of "
         "the rule's value; radius: the default radius used; `feature_norm_`: the "

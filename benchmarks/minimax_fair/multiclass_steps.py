@@ -14,8 +14,10 @@ otherwise). Each variant changes one public rule of the plan:
   ``auto_multinomial_steps(n, p K, mu)`` (30 steps below a squared
   signal-to-noise ratio ``(n mu)**2 / (p K)`` of 1e4, else 300 or 100);
 - ``avg=f``: primal averaging from the fraction ``f`` of the run;
-- ``navg=A``: the averaging rule with its no-momentum end ``A`` (default
-  0.5): ``A`` where momentum is off, moving to 0.3 with momentum and to 0.5
+- ``navg=A``: the averaging rule with its no-momentum end ``A`` at every
+  number of coefficients (the default rule: 0.5 up to ``p K = 120``, 0.7 from
+  240 on, :func:`~skdp.solvers.saddle_point.plan.multinomial_noisy_average_from`):
+  ``A`` where momentum is off, moving to 0.3 with momentum and to 0.5
   without noise, as :func:`~skdp.solvers.saddle_point.plan.multinomial_average_from`;
 - ``step=s``: ``step_scale = s``;
 - ``share=s``: ``estimation_share = s`` (the feature-norm bound's share,
@@ -102,7 +104,8 @@ def noisy_average_from(variant):
     parts = [p for p in variant.split("+") if p.startswith("navg=")]
     saved = plan_module._GDA_MULTINOMIAL_NOISY_AVERAGE_FROM
     if parts:
-        plan_module._GDA_MULTINOMIAL_NOISY_AVERAGE_FROM = float(parts[0][5:])
+        a = float(parts[0][5:])
+        plan_module._GDA_MULTINOMIAL_NOISY_AVERAGE_FROM = (a, a)
     try:
         yield
     finally:

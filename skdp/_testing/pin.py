@@ -118,10 +118,10 @@ def _minimax(**params):
     return make, "groups"
 
 
-def _minimax_multinomial(data, **params):
+def _minimax_multinomial(data, classes=(0, 1, 2), **params):
     def make():
         skdp, _, _ = _skdp()
-        return skdp.MinimaxFairClassifier(classes=[0, 1, 2], **params)
+        return skdp.MinimaxFairClassifier(classes=list(classes), **params)
 
     return make, data
 
@@ -281,6 +281,10 @@ PINNED_CONFIGS = {
     "MinimaxFairClassifier[gda,multinomial,groups]": _minimax_multinomial(
         "multiclass_groups", epsilon=0.5, max_iter=60, groups=[0, 1]
     ),
+    # One group, p K = 310 coefficients: the averaging start grows with p K.
+    "MinimaxFairClassifier[gda,multinomial,wide]": _minimax_multinomial(
+        "multiclass_wide", classes=range(10), epsilon=1.0, max_iter=20
+    ),
     # The subsampled solvers calibrate with PLD / RDP, which is slow at large
     # epsilon: epsilon=1, two steps of 150 rows keep each fit ~2 s.
     "MinimaxFairClassifier[nseg,poisson]": _minimax(**_SUBSAMPLED),
@@ -337,6 +341,9 @@ def _data(kind):
     if kind == "groups":
         X, y, groups = _classification()
         return X, y, {"sensitive_features": groups}
+    if kind == "multiclass_wide":
+        X, y, _ = _classification(d=30, n_classes=10)
+        return X, y, {}
     if kind == "multiclass_groups":
         X, y, groups = _classification(n_classes=3)
         return X, y, {"sensitive_features": groups}

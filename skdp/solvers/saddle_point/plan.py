@@ -47,6 +47,7 @@ __all__ = [
     "multinomial_clip_scale",
     "multinomial_momentum",
     "multinomial_noise_ratio",
+    "multinomial_noisy_average_from",
     "multinomial_radius",
     "norm_quantile_reachable",
     "plan_minimax",
@@ -133,8 +134,19 @@ _GDA_RADIUS_GROWTH = 4.0
 # as z -> 0 (the noiseless limit keeps its schedule).
 _GDA_MULTINOMIAL_AVERAGE_FROM = 0.3
 # Primal averaging start of the one-group multinomial fit without momentum
-# (r >= _GDA_MOMENTUM_RATIO[1]); the noiseless limit keeps _GDA_AVERAGE_FROM.
-_GDA_MULTINOMIAL_NOISY_AVERAGE_FROM = 0.5
+# (r >= _GDA_MOMENTUM_RATIO[1]) as the number of coefficients p K grows
+# (issue 17, round 6; benchmarks/results/minimax_fair_multiclass_averaging.md):
+# _GDA_MULTINOMIAL_NOISY_AVERAGE_FROM[0] up to p K = _GDA_AVERAGE_COEFS[0],
+# [1] from _GDA_AVERAGE_COEFS[1] on, linear in log(p K) between. With many
+# coefficients the clipped mean gradient's signal is spread over more
+# coordinates and the run is still travelling in its second half, so a later
+# window averages less of the path (digits, p K = 650, epsilon 0.5 / 1 / 2 /
+# 5: +0.006 / +0.0035 / +0.002 / +0.002; four fresh tasks with p K = 244 to
+# 255 gained, the p K <= 112 tasks lost up to 0.006 and keep 0.5). The
+# noiseless limit keeps _GDA_AVERAGE_FROM; several groups keep the
+# schedule's window.
+_GDA_MULTINOMIAL_NOISY_AVERAGE_FROM = (0.5, 0.7)
+_GDA_AVERAGE_COEFS = (120.0, 240.0)
 # Clip under the public default feature norm (issue 17, round 2;
 # benchmarks/results/minimax_fair_multiclass_clip_*.md): the default
 # sqrt(d) is the largest norm of a row in [-1, 1]^d, while a row of d
@@ -425,21 +437,61 @@ def _noise_share(noise_ratio):
     return math.log(r / lo) / math.log(hi / lo)
 
 
-def multinomial_average_from(noise_ratio, noiseless_share=0.0):
-    """Primal averaging start of the multinomial ``"gda"`` fit (public rule).
+def multinomial_noisy_average_from(n_coefficients):
+    """Averaging start of the multinomial fit without momentum (public rule).
 
-    ``_GDA_MULTINOMIAL_AVERAGE_FROM`` (0.3) while the per-step noise-to-signal
-    ratio ``r`` (:func:`multinomial_noise_ratio`) is at most
-    ``_GDA_MOMENTUM_RATIO[0]`` (full momentum), ``_GDA_AVERAGE_FROM`` (0.5)
-    from ``_GDA_MOMENTUM_RATIO[1]`` on (no momentum), ``0.5 - 0.2 (1 -
+    ``_GDA_MULTINOMIAL_NOISY_AVERAGE_FROM[0]`` (0.5) while the number of
+    coefficients ``p K`` is at most ``_GDA_AVERAGE_COEFS[0]``,
+    ``_GDA_MULTINOMIAL_NOISY_AVERAGE_FROM[1]`` (0.7) from
+    ``_GDA_AVERAGE_COEFS[1]`` on, linear in ``log(p K)`` between. A function
+    of the dimensions only.
+
+    Parameters
+    ----------
+    n_coefficients : int or None
+        ``p K``: rows of the coefficient matrix (features plus intercept
+        column) times the number of classes. ``None``: the small-model end.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> multinomial_noisy_average_from(15), multinomial_noisy_average_from(650)
+    (0.5, 0.7)
+    """
+    lo, hi = _GDA_MULTINOMIAL_NOISY_AVERAGE_FROM
+    if n_coefficients is None:
+        return lo
+    a, b = _GDA_AVERAGE_COEFS
+    c = float(n_coefficients)
+    if c <= a:
+        return lo
+    if c >= b:
+        return hi
+    return lo + (hi - lo) * math.log(c / a) / math.log(b / a)
+
+
+def multinomial_average_from(noise_ratio, noiseless_share=0.0, n_coefficients=None):
+    """Primal averaging start of the one-group multinomial ``"gda"`` fit.
+
+    A public rule: ``_GDA_MULTINOMIAL_AVERAGE_FROM`` (0.3) while the per-step
+    noise-to-signal ratio ``r`` (:func:`multinomial_noise_ratio`) is at most
+    ``_GDA_MOMENTUM_RATIO[0]`` (full momentum), ``A =``
+    :func:`multinomial_noisy_average_from` ``(p K)`` from
+    ``_GDA_MOMENTUM_RATIO[1]`` on (no momentum), ``A - (A - 0.3) (1 -
     s)**2`` between, with ``s`` the share of :func:`multinomial_radius`
-    (linear in ``log r``); and moved to 0.5 by the noiseless share ``u`` of
-    :func:`gda_schedule`. A function of the budget, ``n`` and the dimensions.
+    (linear in ``log r``); and moved to ``_GDA_AVERAGE_FROM`` (0.5) by the
+    noiseless share ``u`` of :func:`gda_schedule`. A function of the budget,
+    ``n`` and the dimensions.
 
     Parameters
     ----------
     noise_ratio : float
     noiseless_share : float, default=0.0
+    n_coefficients : int or None, default=None
+        ``p K`` (:func:`multinomial_noisy_average_from`).
 
     Returns
     -------
@@ -449,10 +501,12 @@ def multinomial_average_from(noise_ratio, noiseless_share=0.0):
     --------
     >>> multinomial_average_from(0.01), multinomial_average_from(1.0)
     (0.3, 0.5)
+    >>> multinomial_average_from(1.0, n_coefficients=650)
+    0.7
     >>> multinomial_average_from(0.0, noiseless_share=1.0)
     0.5
     """
-    noisy = _GDA_MULTINOMIAL_NOISY_AVERAGE_FROM
+    noisy = multinomial_noisy_average_from(n_coefficients)
     gap = noisy - _GDA_MULTINOMIAL_AVERAGE_FROM
     # squared: the momentum's memory (1 / (1 - m) steps) is long only near
     # full momentum; at momentum 0.36 (digits, epsilon = 5) the earlier
@@ -659,7 +713,7 @@ def gda_plan(
             # = 1: worst-group log-loss 1.194 / 1.210 against 1.152 / 1.156
             # with the schedule's window, seeds 0 / 1)
             primal_average_from = multinomial_average_from(
-                ratio, rule["noiseless_share"]
+                ratio, rule["noiseless_share"], n_params * int(n_classes)
             )
         clip_scale = clip_scale * multinomial_clip_scale(ratio)
     radius = default_radius if radius is None else radius
