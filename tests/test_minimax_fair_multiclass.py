@@ -364,6 +364,14 @@ def test_no_momentum_averaging_start_grows_with_the_number_of_coefficients():
     assert without.gda.primal_average_from == 0.5
     assert with_rule.event == without.event
     assert with_rule.noise_multiplier == without.noise_multiplier
+    # inside the sloped range the start reads p K with the intercept column
+    for fit_intercept, coefs in ((True, 150), (False, 140)):
+        mid = plan_module.plan_minimax(
+            1.0, 1e-6, 400, 14, 1, 10, fit_intercept=fit_intercept, **kw
+        ).gda
+        assert mid.momentum == 0.0
+        assert mid.primal_average_from == start(coefs)
+    assert 0.5 < start(140) < start(150) < 0.7
     groups = plan_module.plan_minimax(1.0, 1e-6, 1347, 64, 3, 10, **kw)
     assert groups.gda.primal_average_from is None  # the schedule's window
     binary = plan_module.plan_minimax(1.0, 1e-6, 1347, 64, 1, 2, **kw)

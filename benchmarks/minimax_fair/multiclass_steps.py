@@ -89,7 +89,9 @@ def primal_average(frac):
     the default rule, :func:`multinomial_average_from`)."""
     saved = plan_module.multinomial_average_from
     if frac is not None:
-        plan_module.multinomial_average_from = lambda r, u=0.0: float(frac)
+        plan_module.multinomial_average_from = lambda r, u=0.0, n_coefficients=None: (
+            float(frac)
+        )
     try:
         yield
     finally:

@@ -129,9 +129,9 @@ _GDA_RADIUS_GROWTH = 4.0
 # momentum iterates carry the noise of many steps, so at r <=
 # _GDA_MOMENTUM_RATIO[0] the primal iterate is averaged from 0.3 of the run
 # (synthetic K = 5, n = 1e4, epsilon = 1: +0.0013 +- 0.0002), moving to the
-# noisy binary value 0.5 as momentum falls to 0 (r >= _GDA_MOMENTUM_RATIO[1]:
-# digits, where later or earlier averaging moved nothing beyond noise) and
-# as z -> 0 (the noiseless limit keeps its schedule).
+# no-momentum start (_GDA_MULTINOMIAL_NOISY_AVERAGE_FROM, by p K) as momentum
+# falls to 0 (r >= _GDA_MOMENTUM_RATIO[1]) and to 0.5 as z -> 0 (the
+# noiseless limit keeps its schedule).
 _GDA_MULTINOMIAL_AVERAGE_FROM = 0.3
 # Primal averaging start of the one-group multinomial fit without momentum
 # (r >= _GDA_MOMENTUM_RATIO[1]) as the number of coefficients p K grows
@@ -511,9 +511,11 @@ def multinomial_average_from(noise_ratio, noiseless_share=0.0, n_coefficients=No
     # squared: the momentum's memory (1 / (1 - m) steps) is long only near
     # full momentum; at momentum 0.36 (digits, epsilon = 5) the earlier
     # average of the linear rule cost 0.0008 +- 0.0004
-    start = noisy - gap * (1.0 - _noise_share(noise_ratio)) ** 2
     u = float(noiseless_share)
-    return (1.0 - u) * start + u * _GDA_AVERAGE_FROM
+    on = (1.0 - _noise_share(noise_ratio)) ** 2 * (1.0 - u)
+    # this order of operations keeps the values before the p K rule exact
+    # where the start is 0.5 (the last term is then 0.0)
+    return noisy - gap * on + u * (_GDA_AVERAGE_FROM - noisy)
 
 
 def default_norm_clip_scale(n_features, intercept_scaling):
