@@ -426,15 +426,19 @@ class GDAPlan:
     event: Any
 
 
+def _log_ramp(x, lo, hi):
+    """0 for ``x <= lo``, 1 from ``hi`` on, linear in ``log x`` between."""
+    x = float(x)
+    if x <= lo:
+        return 0.0
+    if x >= hi:
+        return 1.0
+    return math.log(x / lo) / math.log(hi / lo)
+
+
 def _noise_share(noise_ratio):
     """0 for ``r <= _GDA_MOMENTUM_RATIO[0]``, 1 from ``[1]`` on, linear in log r."""
-    lo, hi = _GDA_MOMENTUM_RATIO
-    r = float(noise_ratio)
-    if r <= lo:
-        return 0.0
-    if r >= hi:
-        return 1.0
-    return math.log(r / lo) / math.log(hi / lo)
+    return _log_ramp(noise_ratio, *_GDA_MOMENTUM_RATIO)
 
 
 def multinomial_noisy_average_from(n_coefficients):
@@ -464,13 +468,7 @@ def multinomial_noisy_average_from(n_coefficients):
     lo, hi = _GDA_MULTINOMIAL_NOISY_AVERAGE_FROM
     if n_coefficients is None:
         return lo
-    a, b = _GDA_AVERAGE_COEFS
-    c = float(n_coefficients)
-    if c <= a:
-        return lo
-    if c >= b:
-        return hi
-    return lo + (hi - lo) * math.log(c / a) / math.log(b / a)
+    return lo + (hi - lo) * _log_ramp(n_coefficients, *_GDA_AVERAGE_COEFS)
 
 
 def multinomial_average_from(noise_ratio, noiseless_share=0.0, n_coefficients=None):
