@@ -112,9 +112,29 @@ class PrivateEstimatorMixin:
     _renamed_parameters = {}
 
     def _warn_renamed_parameters(self):
-        """FutureWarning for every renamed parameter that was set (public)."""
+        """FutureWarning for every renamed parameter that was set (public).
+
+        Raises
+        ------
+        ValueError
+            If both the old name and its new name were set to other than
+            the new name's default: the two could disagree, and neither
+            silently wins.
+        """
+        defaults = {
+            name: parameter.default
+            for name, parameter in inspect.signature(
+                type(self).__init__
+            ).parameters.items()
+        }
         for old, new in self._renamed_parameters.items():
             if not _is_deprecated_default(getattr(self, old, "deprecated")):
+                value, default = getattr(self, new, None), defaults.get(new)
+                if value is not None and value != default:
+                    raise ValueError(
+                        f"Both `{old}` (renamed) and `{new}` were set: pass "
+                        f"only `{new}`."
+                    )
                 warnings.warn(
                     f"`{old}` was renamed `{new}` in skdp 0.2 and will be removed "
                     f"in 0.3; its value is used as `{new}` (a share of the GDP "

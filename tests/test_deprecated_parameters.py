@@ -66,6 +66,28 @@ def test_old_share_name_is_validated(cls, old, params, classification):
         cls(**params, **{old: 1.5}).fit(X, y)
 
 
+@pytest.mark.parametrize("cls, old, params, classification", CASES[:3])
+def test_old_and_new_share_names_together_are_refused(cls, old, params, classification):
+    """Both names set to different shares: a clear error before any spending,
+    not the old name silently winning; the old name alone still works."""
+    from skdp import PrivacyAccountant
+
+    X, y = _data(classification)
+    accountant = PrivacyAccountant(epsilon=10.0, delta=1e-3)
+    both = cls(**params, **{old: 0.3}, estimation_share=0.2, accountant=accountant)
+    with pytest.raises(ValueError, match=f"Both `{old}`.*pass only `estimation_share`"):
+        both.fit(X, y)
+    assert accountant.spent_epsilon == 0.0
+    with pytest.warns(FutureWarning):
+        cls(**params, **{old: 0.3}, epsilon=2.0, random_state=0).fit(X, y)
+
+
+def test_standard_scaler_old_and_new_share_names_together_are_refused():
+    X = np.random.default_rng(0).normal(size=(500, 3))
+    with pytest.raises(ValueError, match="Both `bounds_share`"):
+        StandardScaler(bounds_share=0.2, estimation_share=0.15).fit(X)
+
+
 def test_standard_scaler_bounds_share_warns_and_means_estimation_share():
     # enough rows that the private bound quantiles reach their target level
     X = np.random.default_rng(0).normal(size=(5000, 3))
