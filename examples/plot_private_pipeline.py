@@ -17,7 +17,8 @@ whatever its final estimator promises. Here every step is private:
 
 One :class:`skdp.PrivacyAccountant` holds the budget of the whole pipeline,
 :func:`skdp.privacy.split_epsilon` splits it (5% of the GDP budget to the
-scaler, as measured in ``benchmarks/pipeline/main.py``), and
+scaler, a share measured on UCI Adult; study at f9c3d36:
+``python -m benchmarks.pipeline.main``), and
 :func:`skdp.spent` reads the exact total back. :func:`skdp.check_pipeline`
 finds the leaking steps of the scikit-learn version before anything is fitted.
 

@@ -144,7 +144,7 @@ class MinimaxFairClassifier(
         Adult it had the lowest worst-group log-loss of the three at every
         epsilon measured, and at epsilon = 1 it beat the group-blind
         :class:`~skdp.HeavyTailedLogisticRegression` on both groupings
-        (``benchmarks/results/minimax_fair.md``).
+        (study at f9c3d36: ``python -m benchmarks.minimax_fair.main``).
     sampling : {"poisson", "without_replacement", "disjoint"}, default="poisson"
         Batch sampling. ``"disjoint"`` is the paper's single-pass variant
         (parallel composition); the multi-pass variants use Poisson sampling
@@ -261,7 +261,8 @@ class MinimaxFairClassifier(
     - The step rule (and NISPP's ``lambda``) uses public constants only;
       the default ``step_scale``, ``dual_scale``, ``batch_size``, ``max_iter``
       and solver were chosen by measurement on synthetic data and Adult
-      (``benchmarks/minimax_fair/main.py``), never on the data being fitted.
+      (study at f9c3d36: ``python -m benchmarks.minimax_fair.main``), never on
+      the data being fitted.
     - Every solver: the estimates take ``estimation_share`` of the
       Gaussian-DP budget ``mu**2`` (:class:`skdp.privacy.Budget`; a fifth of
       it for the multinomial norm bound alone, see ``estimation_share``); the

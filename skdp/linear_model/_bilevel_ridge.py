@@ -111,7 +111,7 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     James-Stein signal. The tuning is post-processing: no split, no grid, no
     extra privacy cost. Chosen by measurement against the best private linear
     regressors a user could pick instead
-    (``benchmarks/results/bilevel_ridge_vs_baselines.md``).
+    (study at f9c3d36: ``python -m benchmarks.bilevel_ridge.vs_baselines``).
 
     **The paper's algorithm** (Kornowski, Sec. 7) is
     ``inner_solver="sufficient_statistics"`` with ``tuning="bilevel"``: a
@@ -149,7 +149,8 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         reliably. Passing a public bound is better, and **needed for good
         accuracy at small** ``n`` (a few hundred rows): there the private
         bounds take a large share of the budget and clip a lot (measured on
-        ``load_diabetes`` in ``benchmarks/results/bilevel_ridge.md``).
+        ``load_diabetes``; study at f9c3d36:
+        ``python -m benchmarks.bilevel_ridge.main``).
     target_bound : float, default=None
         Public bound on ``|y|``; targets are clipped to ``[-B, B]``. ``None``
         estimates a quantile of ``|y|`` privately, as above.
@@ -220,8 +221,8 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
           ``tuning="path"`` one run walks down a public penalty path and a
           private release of clipped in-sample loss differences (10% of
           the budget) selects a stage, keeping the least penalized unless
-          another is better by 2 noise standard deviations. Measured in
-          ``benchmarks/results/bilevel_ridge_vs_baselines.md``.
+          another is better by 2 noise standard deviations (study at
+          f9c3d36: ``python -m benchmarks.bilevel_ridge.vs_baselines``).
 
         - ``"sufficient_statistics"``: each part releases its Gram matrix and
           moment vector once, with the whole budget (the parts are disjoint,
@@ -243,12 +244,14 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
 
         ``"output_perturbation"`` and ``"loc_gd"`` are **deprecated** (a
         ``FutureWarning`` at fit gives the measured reason). They are there
-        for comparison with the paper and are **not** recommended: in
-        ``benchmarks/bilevel_ridge/main.py`` (n = 1e4, d = 20) their mean excess
+        for comparison with the paper and are **not** recommended: in a study
+        at n = 1e4, d = 20 (``python -m benchmarks.bilevel_ridge.main`` at
+        f9c3d36) their mean excess
         risk is 79 to 38,000 times the sufficient statistics', because each
         of their many releases gets a small share of the budget and the
         output-perturbation sensitivity grows like ``1 / omega**2``
-        (``benchmarks/results/bilevel_ridge_inner_noise.md``); single fits
+        (study at f9c3d36: ``python -m benchmarks.bilevel_ridge.inner_noise``);
+        single fits
         can have a strongly negative R^2.
     tuning : {"bilevel", "risk_estimate", "path"} or None, default=None
         Upper level of the tuning problem; ``None``: ``"risk_estimate"``
@@ -266,8 +269,8 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
           decides a margin as above. Everything after the release is
           post-processing. It relies on a linear model with homoscedastic
           noise, which a held-out loss does not, and it is not the paper's
-          algorithm. Measured against ``"bilevel"`` in
-          ``benchmarks/results/bilevel_ridge_risk_estimate.md``: at
+          algorithm. Measured against ``"bilevel"`` (study at f9c3d36:
+          ``python -m benchmarks.bilevel_ridge.risk_estimate``): at
           ``epsilon = 1``, ``n >= 1e4``, 0.74-0.94 times its excess risk on
           synthetic linear data (0.99-1.17 times the hindsight oracle's) and
           0.37-0.48 times where there is no signal; on ``load_diabetes``
@@ -319,12 +322,13 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         the final model, more accurate (noise variance ``2 / (1 - rho)``
         times a single full-data release's instead of ``2``), at the price of
         noisier parts for tuning. The bias this correlation adds to the
-        released validation loss is removed exactly (see Notes). In
-        ``benchmarks/results/bilevel_ridge_design.md`` -0.6 and -0.7 are
+        released validation loss is removed exactly (see Notes). In the
+        design ablation (study at f9c3d36:
+        ``python -m benchmarks.bilevel_ridge.main --design``) -0.6 and -0.7 are
         level (mean 1.57 and 1.56 times the oracle) and -0.5 is worse
         (1.64); -0.8 lowers the release's floor but raises the excess risk
         where the choice of penalty is the limit
-        (``benchmarks/results/bilevel_ridge_frontier.md``).
+        (study at f9c3d36: ``python -m benchmarks.bilevel_ridge.frontier``).
     cross_validate : bool, default=True
         ``"sufficient_statistics"`` only: the upper-level objective is the
         two-fold validation loss (the model trained on each part scored on
@@ -352,7 +356,8 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         the corrected validation loss (no margin); otherwise it adds
         ``validation_margin``. The margin guards against noise dips where
         there is nothing to find, and costs accuracy where there is
-        (``benchmarks/results/bilevel_ridge_design.md``). The margin also
+        (study at f9c3d36: ``python -m benchmarks.bilevel_ridge.main --design``).
+        The margin also
         stays where the released Gram matrices are dominated by their
         noise (a public ratio of the noise level to the mean eigenvalue
         above 1.5, e.g. a few hundred rows), since the corrected loss does
@@ -468,9 +473,9 @@ class BilevelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     on the number of rows plus a privacy part proportional to the noise
     variance divided by the number of rows, which for the pooled statistics is ``1 + rho``
     times a part's; the final penalty is the tuned one times that factor
-    (the privacy-dominated limit, where the penalty matters most; see
-    ``benchmarks/results/bilevel_ridge.md`` for measured ratios to the best
-    fixed penalty chosen in hindsight). Predictions add no noise.
+    (the privacy-dominated limit, where the penalty matters most; the study
+    ``python -m benchmarks.bilevel_ridge.main`` at f9c3d36 measured ratios to
+    the best fixed penalty chosen in hindsight). Predictions add no noise.
     ``sample_weight`` is not supported.
 
     References

@@ -611,7 +611,7 @@ _COMMON_DOC = """
           bound exceeds a private quantile become the zero function) followed
           by full-batch DP-GD with per-sample clipping at a private, adaptive
           level. The default: best excess risk on the benchmark at every
-          ``n`` (``benchmarks/results/heavy_tailed.md``).
+          ``n`` (study at f9c3d36: ``python -m benchmarks.heavy_tailed.main``).
         - ``"onepass"``: Algorithm 8, localized one-pass clipped DP-SGD for
           smooth GLMs; linear time, one Gaussian release per disjoint phase.
           Without ``G_k`` it uses a practical schedule (step halved per phase
@@ -679,14 +679,15 @@ _COMMON_DOC = """
         clipped the default step may double, up to ``1 / (1 - p)`` times
         (``p`` the clipped fraction), while the mean of the released
         gradients over 4 steps stays well above its noise (post-processing:
-        the run has not converged) (measured in
-        ``benchmarks/heavy_tailed/rule.py``, ``benchmarks/heavy_tailed/lift.py``
-        and ``benchmarks/heavy_tailed/small_n.py``). ``"auto"``
+        the run has not converged) (studies at f9c3d36:
+        ``python -m benchmarks.heavy_tailed.rule``, ``.lift`` and ``.small_n``).
+        ``"auto"``
         (classification, the default there) gives binary and one-vs-rest fits
         30 steps and the multinomial fit 30 steps, or 300 (100 above
         ``n d K = 1e7``) where the squared signal-to-noise ratio
         ``(n mu)**2 / (d K)`` of its budget reaches 1e4 and without noise
-        (``auto_multinomial_steps``, ``benchmarks/results/multiclass_small_n.md``).
+        (``auto_multinomial_steps``; study at f9c3d36:
+        ``python -m benchmarks.heavy_tailed.multiclass_gap``).
     step_size : float, default=None
         Full-batch step, in the units of the data (used as given, and no
         feature scale is released). Default:
@@ -766,8 +767,8 @@ _COMMON_NOTES = """
     levels and their search ranges are private quantiles of the data's own
     norms (and of ``|y|``), so they follow any scale of the features and
     targets. The fit is then close to invariant to the units of ``X`` and
-    ``y`` (``benchmarks/results/heavy_tailed.md``, section "Scale
-    robustness"). One scale cannot fix features with a large common offset
+    ``y`` (study at f9c3d36: ``python -m benchmarks.heavy_tailed.main``, its
+    scale-robustness table). One scale cannot fix features with a large common offset
     (uncentred): pass ``center=True`` with a public ``feature_norm`` to
     centre them at a private mean. Nor can it fix columns in very different
     units: scale those with public constants (known ranges) if you can. A divergence guard
@@ -1036,8 +1037,9 @@ class HeavyTailedLogisticRegression(
         binary model, whatever this is). ``"multinomial"``: one softmax model,
         per-sample gradients clipped per record, the default because it
         measured at least as accurate as one-vs-rest on digits, wine and the
-        synthetic task of ``benchmarks/heavy_tailed/multiclass.py`` (iris, about 110 training rows,
-        is the exception; ``benchmarks/results/multiclass.md``);
+        synthetic task of a study (iris, about 110 training rows, is the
+        exception; study at f9c3d36:
+        ``python -m benchmarks.heavy_tailed.multiclass --part real``);
         ``solver="known_lipschitz"`` only (the other solvers assume a scalar
         link and raise). ``"ovr"``: one binary model per class, each paying
         ``1 / n_classes`` of the budget (with ``known_lipschitz`` the feature

@@ -107,7 +107,9 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         probability ``exp(-mean_trials)``: nothing is released), ``0``
         logarithmic, ``1`` geometric, any other value the truncated negative
         binomial of that shape. The default was chosen by measurement
-        (``benchmarks/results/private_search_summary.md``): with Poisson
+        (study at f9c3d36:
+        ``python -m benchmarks.model_selection.private_search --summarize``):
+        with Poisson
         trials the search beat the even budget split on average for all three
         benchmarked estimators at every epsilon; logarithmic trials (the
         largest per-trial budget) did better on flat grids but missed the few

@@ -8,8 +8,9 @@ by at most 1, so the search is ``steps`` Gaussian mechanisms of multiplier
 ``z`` (:func:`private_norm_bound_event`), exactly ``sqrt(steps) / z``-GDP. It
 composes exactly with the Gaussian steps that make up the rest of every plan
 (a pure-DP exponential-mechanism quantile does not: its cost in a GDP split is
-only bounded). ``benchmarks/privacy/norm_bound.py`` measures it against the
-exponential-mechanism quantile it replaced at the same zCDP cost.
+only bounded). A study measured it against the exponential-mechanism quantile
+it replaced at the same zCDP cost (at f9c3d36:
+``python -m benchmarks.privacy.norm_bound``).
 
 :func:`bisect_noisy_counts` is the one bisection (also used for the heavy-tailed
 solvers' clip levels and median); :func:`norm_bound_from_counts` the one
@@ -333,7 +334,8 @@ def private_norm_bound(
     slack : float, default=1.0
         Public factor applied when the level is lowered. ``1``: a bound used
         as a clip level is the lowered quantile itself (measured better than
-        ``UNRELIABLE_SLACK`` there, ``benchmarks/privacy/norm_bound.py``).
+        ``UNRELIABLE_SLACK`` there; study at f9c3d36:
+        ``python -m benchmarks.privacy.norm_bound``).
     count_le : callable, optional
         ``mid -> #{i : log2(values_i) <= mid}`` counted elsewhere (the dask
         fits sum per-chunk counts,

@@ -15,8 +15,9 @@ count with replace-one sensitivity 1:
   (:func:`scales_estimable`) public defaults for standardized data are used
   (:func:`default_scales`).
 - :func:`tail_fraction` is the public rule that picks the clipped fraction of
-  per-sample gradients from the noise level (measured on synthetic data, see
-  ``benchmarks/heavy_tailed/main.py``); :func:`quantile_reliable` is the public
+  per-sample gradients from the noise level (measured on synthetic data;
+  study at f9c3d36: ``python -m benchmarks.heavy_tailed.main``);
+  :func:`quantile_reliable` is the public
   rule that skips a clip search whose count noise would swamp the counts.
 """
 

@@ -96,8 +96,9 @@ def practical_step_size(curvature, clip_fraction):
     ``max(0.25, min(1, sqrt(0.006 / p)) / curvature)``: the classical
     ``1 / L`` step when the planned clipped fraction ``p`` is small (little
     noise), and a smaller step, hence more averaging of the noise, when ``p``
-    is large (noise dominates). Measured on the benchmark's synthetic data
-    (see ``benchmarks/results/heavy_tailed.md``). The solvers divide it by
+    is large (noise dominates). Measured on synthetic data (study at
+    f9c3d36: ``python -m benchmarks.heavy_tailed.main``). The solvers divide
+    it by
     ``s**2``, ``s`` the private feature scale
     (:mod:`~skdp.solvers.heavy_tailed.units`), and the divergence guard of
     :func:`clipped_dp_gd` cuts it if the data are worse conditioned.

@@ -36,8 +36,8 @@ infinite without noise. A tight floor on reliable releases cost accuracy on
 heavy-tailed rows, whose high norm quantile ``T`` is far above ``8 sqrt(d)
 s`` (Student-t(3), d = 20: ``T / (sqrt(d) s)`` about 26 at ``epsilon = inf``,
 where ``T`` is the largest norm; the floor set ``s`` 3x too large, a 10x too
-small step, and cost 0.013 accuracy at n = 1e5,
-benchmarks/results/multiclass_rules.md).
+small step, and cost 0.013 accuracy at n = 1e5; study at f9c3d36:
+``python -m benchmarks.heavy_tailed.multiclass --part rules``).
 
 The truncation level can go astray as well (digits at ``epsilon = 0.25``:
 ``T`` = 754, 136505 or 0.297 for row norms of 3.2 to 4.8); always trusting
@@ -45,7 +45,8 @@ it inflated ``s`` or truncated every row. When the two released values
 disagree, :func:`reconcile_scales` therefore replaces the one that went
 astray. That is the one that ended where a coarser wrong turn of its
 bisection lands, or, failing that evidence, the one farther from the
-public default scale (benchmarks/results/multiclass_truncation.md).
+public default scale (study at f9c3d36:
+``python -m benchmarks.heavy_tailed.multiclass_truncation``).
 """
 
 import math
@@ -293,7 +294,8 @@ def multinomial_step_size(clip_fraction):
     to ``1 / (8 L)``) stopped the softmax fits short of their optimum in 30
     steps (K = 10: -0.02 to -0.03 accuracy), while the full step for every
     ``p`` lost accuracy on wine at ``epsilon = 5`` (133 rows, ``p = 0.7``);
-    see benchmarks/results/multiclass_rules.md.
+    study at f9c3d36:
+    ``python -m benchmarks.heavy_tailed.multiclass --part rules``.
 
     Parameters
     ----------

@@ -100,9 +100,9 @@ def default_max_iter(solver, n_samples):
     """Default iteration cap of the multi-pass variants.
 
     The paper runs ``T = n^2`` NSEG steps or ``K = n`` NISPP subproblems;
-    skdp caps them at 1000 (chosen by measurement, see
-    ``benchmarks/minimax_fair/main.py``) and calibrates the noise to the
-    iterations actually run.
+    skdp caps them at 1000 (chosen by measurement; study at f9c3d36:
+    ``python -m benchmarks.minimax_fair.main``) and calibrates the noise to
+    the iterations actually run.
 
     Parameters
     ----------

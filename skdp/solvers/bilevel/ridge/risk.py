@@ -4,7 +4,8 @@ An alternative upper level for :class:`skdp.BilevelRidge`
 (``tuning="risk_estimate"``). The default upper level is a held-out
 validation loss, which needs two released parts; their pooled statistics
 are noisier than one release of all rows, and half the rows make a noisy
-guide (``benchmarks/results/bilevel_ridge_frontier.md``). Here all rows
+guide (study at f9c3d36: ``python -m benchmarks.bilevel_ridge.frontier``).
+Here all rows
 release their statistics once, and the penalty minimizes an estimate of the
 in-sample prediction risk ``||X (coef_alpha - theta)||**2`` of the released
 ridge path: Mallows' Cp (Stein's unbiased risk estimate for ridge), with the
@@ -40,8 +41,9 @@ post-processing.
 
 This is not the paper's bilevel algorithm: the upper level is an estimate
 of the risk instead of a held-out loss, and it relies on the linear model
-(homoscedastic noise) that a held-out loss does not need. It is measured
-against the default in ``benchmarks/results/bilevel_ridge_risk_estimate.md``.
+(homoscedastic noise) that a held-out loss does not need. It was measured
+against the default (study at f9c3d36:
+``python -m benchmarks.bilevel_ridge.risk_estimate``).
 """
 
 import math

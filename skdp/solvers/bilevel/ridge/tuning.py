@@ -166,15 +166,16 @@ class BilevelRidgeSettings:
         rest. The Gram noise reaches the coefficients multiplied by the
         coefficients themselves (in units of the public bounds), the moment
         noise directly, so the Gram matrix deserves the smaller share unless
-        the signal is large against the bounds (measured:
-        ``benchmarks/results/bilevel_ridge_design.md``).
+        the signal is large against the bounds (study at f9c3d36:
+        ``python -m benchmarks.bilevel_ridge.main --design``).
     shared_gram : bool
         Sufficient statistics only, ablation studies: release one Gram
         matrix of all rows, shared by the parts, and a moment vector per part
         (:func:`~.bilevel_ridge_stats.release_shared_gram`) instead of each
         part's own Gram matrix. The final model's Gram matrix is then less
         noisy, but the validation loss no longer sees the Gram noise; it
-        measured worse (``benchmarks/results/bilevel_ridge_paired.md``).
+        measured worse (study at f9c3d36:
+        ``python -m benchmarks.bilevel_ridge.paired``).
     signal_test_level : float or None
         Sufficient statistics only: level of the chi-square test of "no
         signal" on the pooled release (:mod:`.bilevel_ridge_signal`). If it
