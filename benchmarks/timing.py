@@ -57,18 +57,20 @@ THREAD_VARIABLES = (
 
 
 def repository_commit():
-    """``git rev-parse HEAD`` of the checkout, with "+dirty" if its tree differs."""
+    """``git rev-parse HEAD`` of the checkout, "+dirty" if ``skdp/`` or
+    ``benchmarks/`` (results aside) differ from it."""
     root = Path(__file__).resolve().parent.parent
 
     def git(*args):
         return subprocess.run(
             ["git", *args], cwd=root, capture_output=True, text=True, check=False
-        ).stdout.strip()
+        ).stdout
 
-    commit = git("rev-parse", "HEAD") or "unknown"
-    return commit + (
-        "+dirty" if git("status", "--porcelain", "--", "skdp", "benchmarks") else ""
-    )
+    commit = git("rev-parse", "HEAD").strip() or "unknown"
+    status = git("status", "--porcelain", "--", "skdp", "benchmarks").splitlines()
+    # The runner's own output does not make the measured code differ.
+    dirty = [line for line in status if not line[3:].startswith("benchmarks/results/")]
+    return commit + ("+dirty" if dirty else "")
 
 
 def make_data(task, n, seed=0):
