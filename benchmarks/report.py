@@ -64,9 +64,14 @@ CLASSIFIERS = ("HeavyTailedLogisticRegression", "MinimaxFairClassifier")
 
 def load_fits(csv_path):
     """The fits CSV with a failed or timed-out fit's value set to +inf (a loss)."""
-    fits = pd.read_csv(csv_path, keep_default_na=False, na_values=[""])
+    # Only a value may be missing; an empty config is the empty string.
+    fits = pd.read_csv(
+        csv_path,
+        dtype={"config": str},
+        keep_default_na=False,
+        na_values={"value": [""]},
+    )
     fits["epsilon"] = fits["epsilon"].astype(float)
-    fits["config"] = fits["config"].astype(str)
     fits["value"] = pd.to_numeric(fits["value"], errors="coerce")
     fits.loc[fits["status"] != "ok", "value"] = np.inf
     return fits
