@@ -17,7 +17,7 @@ Ullman and Oprea 2020; Nasr et al. 2021).
 A lower bound above the claimed epsilon proves a privacy bug. A bound below it
 proves nothing by itself, which is why the audit must also be shown to have
 power: an estimator with deliberately scaled-down noise must be flagged (see
-the negative control in the tests and ``benchmarks/privacy/audit.py``).
+the negative control in the tests and ``benchmarks/audit.py``).
 """
 
 from dataclasses import dataclass
