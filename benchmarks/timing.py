@@ -19,7 +19,7 @@ Each (task, estimator, n) runs in a fresh subprocess with one thread
   float64, 160 MB at n = 1e6) is in the baseline, so the column is what the fit
   allocates on top of its input.
 
-Run ``python -m benchmarks.run --part timing`` (about 5 minutes on 2 cores) or
+Run ``python -m benchmarks.run --part timing`` (about 7 minutes on 2 cores) or
 call ``main(out_dir)``; writes ``timing.md``.
 """
 
