@@ -435,6 +435,7 @@ def header(estimator, fits, metric, baselines, command, settings):
 def run_settings(fits):
     """The run's settings as read back from the CSV."""
     tables = fits.drop_duplicates("table")
+    skdp_fits = fits[fits["method"].isin(list(ESTIMATORS))]
     # One CPU time per fit (the CSV repeats it on each metric's row).
     per_fit = fits.drop_duplicates(
         ["table", "view", "epsilon", "seed", "method", "config"]
@@ -444,7 +445,7 @@ def run_settings(fits):
             f"{half} {int((tables['half'] == half).sum())}" for half in HALVES
         ),
         "views": ", ".join(v for v in VIEWS if (fits["view"] == v).any()),
-        "epsilons": ", ".join(_eps(e) for e in sorted(fits["epsilon"].unique())),
+        "epsilons": ", ".join(_eps(e) for e in sorted(skdp_fits["epsilon"].unique())),
         "seeds": fits["seed"].nunique(),
         "fit CPU time": f"{per_fit['seconds'].sum() / 60:.1f} min",
     }
