@@ -192,8 +192,8 @@ def summarise(ratios):
     )
 
 
-def _fmt(x):
-    return "fail" if math.isinf(x) else f"{x:.2f}"
+def _fmt(x, digits=2):
+    return "fail" if math.isinf(x) else f"{x:.{digits}f}"
 
 
 def _eps(eps):
@@ -363,7 +363,7 @@ def losses_paragraph(estimator, ratios, baselines):
                 if sel.empty:
                     continue
                 entries = ", ".join(
-                    f"{r.table} ({r.view}) {_fmt(r.ratio)}" for r in sel.itertuples()
+                    f"{r.table} ({r.view}) {_fmt(r.ratio, 3)}" for r in sel.itertuples()
                 )
                 lines.append(
                     f"- vs {BASELINE_LABELS[baseline]}, epsilon = {_eps(eps)}: "
