@@ -258,7 +258,8 @@ def test_one_group_without_noise_is_logistic_regression():
 def test_without_noise_reaches_the_minimax_solution():
     """epsilon=inf: certified duality gap of the estimator's own objective
     (exact priors, same ball) below 1e-3 with 400 steps (the default 100 steps
-    leave a gap of a few 1e-3 here, see benchmarks/results/minimax_fair.md)."""
+    leave a gap of a few 1e-3 here, measured in the former
+    benchmarks/results/minimax_fair.md, see git history)."""
     X, y, g = _groups_data(n=2000)
     codes = np.searchsorted(["a", "b", "c"], g)
     shares = np.bincount(codes) / 2000
@@ -333,8 +334,9 @@ def test_default_max_iter_certifies_the_gap_without_noise(monkeypatch):
 
 
 def _conflicting_groups(n=2000, seed=1):
-    """The 3-group task of benchmarks/minimax_fair (small n): priors 0.6 /
-    0.3 / 0.1, the minority's direction conflicts with the majority's."""
+    """The 3-group task of the former benchmarks/minimax_fair (see git
+    history; small n): priors 0.6 / 0.3 / 0.1, the minority's direction
+    conflicts with the majority's."""
     rng = np.random.default_rng(seed)
     g = rng.choice(3, size=n, p=[0.6, 0.3, 0.1])
     X = rng.normal(size=(n, 5)) / math.sqrt(5.0) * 1.5

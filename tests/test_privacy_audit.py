@@ -5,8 +5,9 @@ many noisy releases (the noise of the other steps hides the canary). Each
 estimator is therefore audited in a configuration whose output is close to a
 single release (one solver step, public bounds), where a correct
 implementation at epsilon = 1 must not be flagged and the same estimator with
-its noise divided by 10 must be. The benchmark ``benchmarks/privacy/audit.py``
-runs thousands of fits, several epsilons and the /4 control.
+its noise divided by 10 must be. The benchmark ``benchmarks/audit.py``
+(``python -m benchmarks.run --part audit``) runs thousands of fits, several
+epsilons and the /4 control.
 """
 
 import numpy as np
@@ -62,7 +63,8 @@ class _CurvatureRelease(BaseEstimator):
 
     Its estimator-level audit configuration has little power (the released
     curvature reaches the model only through the plug-in penalty: the /4
-    control's lower bound is 0.48 in ``benchmarks/results/privacy_audit.md``),
+    control's lower bound is 0.48 in the former
+    ``benchmarks/results/privacy_audit.md`` at f9c3d36, see git history),
     so the release is audited here by itself, at public ``w = 0`` and clip,
     with the noise multiplier of one ``GaussianDpEvent`` at (1, 1e-5).
     """

@@ -217,7 +217,7 @@ def test_bilevel_ridge_curvature_band_event_is_certified_by_dp_accounting(
     Spy = _spy(BilevelRidge)
     est = Spy(
         epsilon=1.0,
-        delta=1e-6,  # the benchmarks' min(1e-6, 1 / n**2)
+        delta=1e-6,  # the former benchmarks' min(1e-6, 1 / n**2)
         inner_solver="gd",
         feature_norm=3.0 * math.sqrt(d),
         target_bound=5.0,

@@ -1,4 +1,4 @@
-"""Audit configurations shared by the tests and ``benchmarks/privacy/audit.py``.
+"""Audit configurations shared by the tests and ``benchmarks/audit.py``.
 
 Black-box audits of a final model lose power when the output mixes many
 noisy releases, because the other steps' noise hides the canary. Each

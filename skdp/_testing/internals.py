@@ -15,9 +15,10 @@ line here instead of every script:
 - :func:`check_generator`: the fit's generator from ``random_state`` (and an
   optional stream key), as estimators build it.
 
-The solver studies of ``benchmarks/heavy_tailed``, ``benchmarks/bilevel_ridge``,
-``benchmarks/minimax_fair`` and ``benchmarks/dask`` import the solver
-functions they time or ablate from here too (each group below says why).
+The solver studies (formerly ``benchmarks/heavy_tailed``,
+``benchmarks/bilevel_ridge``, ``benchmarks/minimax_fair`` and
+``benchmarks/dask``, now outside the repository; see git history) import the
+solver functions they time or ablate from here too (each group below says why).
 Names ending in ``_module`` are the module objects themselves: a study that
 patches a module constant (an old rule against the new one) patches the real
 module through them, so the patch reaches the code that reads it.

@@ -1,1 +1,0 @@
-"""Benchmarks: bilevel ridge (``python -m benchmarks.bilevel_ridge.<script>``)."""

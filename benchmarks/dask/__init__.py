@@ -1,1 +1,0 @@
-"""Benchmarks: dask (``python -m benchmarks.dask.<script>``)."""

@@ -1,1 +1,0 @@
-"""Benchmarks: heavy tailed (``python -m benchmarks.heavy_tailed.<script>``)."""

@@ -1,1 +1,0 @@
-"""Benchmarks: minimax fair (``python -m benchmarks.minimax_fair.<script>``)."""

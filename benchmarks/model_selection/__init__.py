@@ -1,1 +1,0 @@
-"""Benchmarks: model selection (``python -m benchmarks.model_selection.<script>``)."""

@@ -1,1 +1,0 @@
-"""Benchmarks: pipeline (``python -m benchmarks.pipeline.<script>``)."""

@@ -1,1 +1,0 @@
-"""Benchmarks: privacy (``python -m benchmarks.privacy.<script>``)."""

@@ -1,1 +1,0 @@
-"""Benchmarks: sparse input (``python -m benchmarks.sparse.main``)."""
