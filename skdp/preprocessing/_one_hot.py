@@ -266,7 +266,7 @@ def _unechoed(method, X):
     the original message.
     """
     try:
-        return method(X)
+        return unechoed(method, X)  # input errors without data, too
     except ValueError as exc:
         if not str(exc).startswith("Found unknown categories"):
             raise

@@ -416,6 +416,7 @@ _VALUE_QUOTES = (
         re.compile(r"^(Expected array-like \(array or non-string sequence\)).*"),
         r"\1.",
     ),
+    (re.compile(r"(got scalar) `.*` (instead\.)$", re.DOTALL), r"\1 \2"),
 )
 
 
