@@ -27,7 +27,8 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
     columns, every category that occurs in the private data, even one seen
     once. This encoder refuses to infer them: ``categories`` must list, per
     column, the public set of values. The fit then reads nothing from the
-    data beyond its shape, and costs no privacy (``privacy_spent_ == (0,
+    data beyond its shape (and the input check every skdp fit makes: no
+    ``inf``, no complex values), and costs no privacy (``privacy_spent_ == (0,
     0)``); ``epsilon`` and ``delta`` are accepted for a uniform API.
 
     Parameters
@@ -66,7 +67,10 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
     Attributes
     ----------
     categories_ : list of ndarray
-        The declared categories.
+        The declared categories, with the declaration's dtype: a column of
+        numbers keeps its numpy dtype (``[0, 1]`` is ``int64`` whatever
+        ``X`` holds), any other column is ``object``. Nothing in the fitted
+        state depends on the values of ``X``.
     drop_idx_ : ndarray or None
         As in scikit-learn.
     encoder_ : sklearn.preprocessing.OneHotEncoder
@@ -182,7 +186,9 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
             dtype=self.dtype,
         )
         self.n_features_in_ = n_features
-        names = _get_feature_names(X)  # column names: the public schema
+        # column names: the public schema (dask chunks are transformed as
+        # arrays, so a dask frame's names are not kept, as before)
+        names = None if is_dask_collection(X) else _get_feature_names(X)
         if names is not None:
             self.feature_names_in_ = self.encoder_.feature_names_in_ = names
         if self.handle_unknown == "error":  # the documented non-private check
