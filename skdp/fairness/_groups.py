@@ -138,14 +138,15 @@ def encode_groups(sensitive_features, labels, n_samples=None):
         index[normalise_label(label)] = i
     codes = np.empty(sf.shape[0], dtype=np.intp)
     for i, value in enumerate(sf.tolist()):
-        try:
-            codes[i] = index[normalise_label(value)]
-        except KeyError:
-            # The value itself is not shown: it would be a further release.
+        code = index.get(normalise_label(value))
+        if code is None:
+            # The value itself is not shown: it would be a further release
+            # (nor chained: no KeyError holding it is in flight here).
             raise ValueError(
                 "sensitive_features contains a group that is not among the "
                 f"declared groups {list(labels)!r}."
-            ) from None
+            )
+        codes[i] = code
     return codes
 
 

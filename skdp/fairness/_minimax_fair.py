@@ -6,8 +6,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..base import PrivateClassifierMixin, PrivateEstimatorMixin
 from ..exceptions import warn_inferred_set
@@ -16,6 +15,10 @@ from ..solvers.saddle_point.plan import plan_minimax
 from ..solvers.saddle_point.run import release_inputs, run_minimax
 from ..utils import check_declared_classes, uncenter_intercept
 from ..utils._sparse import is_sparse, reject_sparse
+from ..utils._validation import (  # errors quote no data
+    check_classification_targets,
+    validate_data,
+)
 from ._dask_fit import fit_minimax_on_dask
 from ._groups import encode_groups, inferred_group_labels, normalise_label
 

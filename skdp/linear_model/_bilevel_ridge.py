@@ -8,7 +8,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ..base import PrivateEstimatorMixin
 from ..privacy import (
@@ -49,7 +49,10 @@ from ..utils._sparse import (
     reject_sparse,
     row_norms,
 )
-from ..utils._validation import resolve_delta
+from ..utils._validation import (
+    resolve_delta,
+    validate_data,  # errors quote no data
+)
 from ._dask_fit import (
     check_budget_before_pass,
     dask_rows_for_one_pass,

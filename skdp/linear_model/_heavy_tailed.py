@@ -14,8 +14,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ..base import PrivateClassifierMixin, PrivateEstimatorMixin
 from ..exceptions import warn_inferred_set
@@ -75,6 +74,10 @@ from ..utils import (
 )
 from ..utils._scale_checks import warn_if_unscaled
 from ..utils._sparse import as_float_rows, clip_rows_any, is_sparse
+from ..utils._validation import (  # errors quote no data
+    check_classification_targets,
+    validate_data,
+)
 from ._dask_fit import fit_heavy_tailed_on_dask
 
 __all__ = ["HeavyTailedLinearRegression", "HeavyTailedLogisticRegression"]

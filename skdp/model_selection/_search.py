@@ -22,6 +22,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 
 from ..base import PrivateEstimatorMixin
+from ..utils._validation import unechoed
 from ._plan import RecordingAccountant, plan_search, probe_plan
 from ._scoring import noisy_validation_loss
 from ._selection import select_best
@@ -314,8 +315,8 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                 f"{type(self).__name__} requires y to be passed, but the target y "
                 "is None."
             )
-        X, y = indexable(X, y)
-        n = _num_samples(X)
+        X, y = unechoed(indexable, X, y)  # errors quote no data
+        n = unechoed(_num_samples, X)
         if n < 2:
             raise ValueError(
                 f"PrivateSearchCV needs at least 2 samples (a training and a "

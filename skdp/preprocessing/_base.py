@@ -1,11 +1,12 @@
 """The fit protocol of skdp's transformers (the estimators' one, plus the plan)."""
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ..base import PrivateEstimatorMixin
 from ..privacy import NonPrivateDpEvent, NoOpDpEvent
 from ..solvers._distributed import reject_dask
+from ..utils._validation import validate_data  # errors quote no data
 from ._bounds import check_bounds
 
 __all__ = ["PrivateTransformerMixin"]

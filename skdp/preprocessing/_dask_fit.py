@@ -219,11 +219,13 @@ def lazy_transform(method, X, width=None, numeric=True):
 
 
 def declared_row(est, X):
-    """One row of declared categories (public) to set up the encoder on.
+    """Check dask ``X``'s shape against the declared categories; one row of them.
 
-    The encoder's fit reads nothing from the private rows on dask input: it
-    is set up on the first declared category of every column, in ``X``'s
-    dtype (only ``X``'s public shape and dtype are read).
+    The encoder's fit reads nothing from the private rows on dask input (nor
+    on numpy input): it is set up from the declared categories alone
+    (:func:`~skdp.preprocessing._one_hot.encoder_of_declared`). Only ``X``'s
+    public shape and dtype are read here; the returned row holds the first
+    declared category of every column, in ``X``'s dtype.
 
     Parameters
     ----------

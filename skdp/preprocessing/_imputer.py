@@ -13,7 +13,6 @@ from sklearn.base import (
     _fit_context,
 )
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import validate_data
 
 from ..privacy import (
     GaussianDpEvent,
@@ -22,6 +21,7 @@ from ..privacy import (
     gaussian_mechanism,
 )
 from ..solvers._distributed import check_budget_before_pass, is_dask_collection
+from ..utils._validation import validate_data  # errors quote no data
 from ._base import PrivateTransformerMixin
 from ._bounds import BOUNDS_CONSTRAINT
 from ._dask_fit import lazy_transform, validate_dask_rows

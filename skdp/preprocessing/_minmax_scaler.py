@@ -11,10 +11,10 @@ from sklearn.base import (
     TransformerMixin,
     _fit_context,
 )
-from sklearn.utils.validation import validate_data
 
 from ..privacy import NoOpDpEvent
 from ..solvers._distributed import check_budget_before_pass, is_dask_collection
+from ..utils._validation import validate_data  # errors quote no data
 from ._base import PrivateTransformerMixin
 from ._bounds import (
     BOUNDS_CONSTRAINT,

@@ -1,15 +1,18 @@
 """One-hot encoding of declared (public) categories, at no privacy cost."""
 
+import numbers
 import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.preprocessing import OneHotEncoder as _SklearnOneHotEncoder
+from sklearn.utils._encode import _unique
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted
+from sklearn.utils.validation import _get_feature_names, _num_samples, check_is_fitted
 
 from ..privacy import NonPrivateDpEvent, NoOpDpEvent
 from ..solvers._distributed import is_dask_collection
+from ..utils._validation import check_array, unechoed
 from ._base import PrivateTransformerMixin
 from ._dask_fit import check_categories_on_workers, declared_row, lazy_transform
 
@@ -24,7 +27,8 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
     columns, every category that occurs in the private data, even one seen
     once. This encoder refuses to infer them: ``categories`` must list, per
     column, the public set of values. The fit then reads nothing from the
-    data beyond its shape, and costs no privacy (``privacy_spent_ == (0,
+    data beyond its shape (and the input check every skdp fit makes: no
+    ``inf``, no complex values), and costs no privacy (``privacy_spent_ == (0,
     0)``); ``epsilon`` and ``delta`` are accepted for a uniform API.
 
     Parameters
@@ -63,7 +67,10 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
     Attributes
     ----------
     categories_ : list of ndarray
-        The declared categories.
+        The declared categories, with the declaration's dtype: a column of
+        numbers keeps its numpy dtype (``[0, 1]`` is ``int64`` whatever
+        ``X`` holds), any other column is ``object``. Nothing in the fitted
+        state depends on the values of ``X``.
     drop_idx_ : ndarray or None
         As in scikit-learn.
     encoder_ : sklearn.preprocessing.OneHotEncoder
@@ -160,35 +167,37 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
                 "would publish every value that occurs (even one held by a "
                 "single record)."
             )
-        # dask input: checked, and the encoder set up on a declared row
-        row = declared_row(self, X) if is_dask_collection(X) else None
+        if is_dask_collection(X):  # shape checked (rows stay on the workers)
+            n_features = declared_row(self, X).shape[1]
+        else:
+            n_features = _check_shape(X)
         self.delta_, _ = self._begin_private_fit(_num_samples(X))
         # "error" releases, without noise, whether every value is declared
         plan = NonPrivateDpEvent() if self.handle_unknown == "error" else NoOpDpEvent()
         self._spend(plan)  # before any value is read
-        try:
-            n_features = _num_features(X)
-        except TypeError:  # not 2D: the encoder below raises the usual error
-            n_features = 1
-        categories = list(self.categories)
-        if len(categories) == 1 and n_features != 1:
-            categories = categories * n_features
-        encoder = _SklearnOneHotEncoder(
-            categories=categories,
+        categories = declared_categories(self.categories, n_features)
+        # Set up on one row of declared values: nothing of X's values (nor of
+        # the dtype a list of them converts to) reaches the fitted state.
+        self.encoder_ = encoder_of_declared(
+            categories,
             handle_unknown=self.handle_unknown,
             drop=self.drop,
             sparse_output=self.sparse_output,
             dtype=self.dtype,
         )
-        # declared categories: values only checked
-        self.encoder_ = _unechoed(encoder.fit, X if row is None else row)
-        if row is not None and self.handle_unknown == "error":
-            check_categories_on_workers(self.encoder_, X)
+        self.n_features_in_ = n_features
+        # column names: the public schema (dask chunks are transformed as
+        # arrays, so a dask frame's names are not kept, as before)
+        names = None if is_dask_collection(X) else _get_feature_names(X)
+        if names is not None:
+            self.feature_names_in_ = self.encoder_.feature_names_in_ = names
+        if self.handle_unknown == "error":  # the documented non-private check
+            if is_dask_collection(X):
+                check_categories_on_workers(self.encoder_, X)
+            else:
+                _unechoed(self.encoder_.transform, _as_declared_kinds(X, categories))
         self.categories_ = self.encoder_.categories_
         self.drop_idx_ = self.encoder_.drop_idx_
-        self.n_features_in_ = self.encoder_.n_features_in_
-        if hasattr(self.encoder_, "feature_names_in_"):
-            self.feature_names_in_ = self.encoder_.feature_names_in_
         self._record_privacy(plan)
         return self
 
@@ -214,6 +223,7 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
             warnings.filterwarnings(
                 "ignore", message="Found unknown categories", category=UserWarning
             )
+            X = _as_declared_kinds(X, self.categories_)
             return _unechoed(self.encoder_.transform, X)
 
     def inverse_transform(self, X):
@@ -228,7 +238,7 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
         ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self, "encoder_")
-        return self.encoder_.inverse_transform(X)
+        return unechoed(self.encoder_.inverse_transform, X)
 
     def get_feature_names_out(self, input_features=None):
         """Output feature names, ``"<column>_<category>"``.
@@ -262,8 +272,129 @@ def _unechoed(method, X):
     the original message.
     """
     try:
-        return method(X)
+        return unechoed(method, X)  # input errors without data, too
     except ValueError as exc:
         if not str(exc).startswith("Found unknown categories"):
             raise
     raise ValueError("X contains a value outside the declared categories.")
+
+
+def _check_shape(X):
+    """The number of columns of ``X``, checked as scikit-learn's encoder does.
+
+    ``X`` must be 2-D, non-empty and free of ``inf`` (``nan`` is a value like
+    any other); errors name no value (:func:`~skdp.utils._validation.unechoed`).
+    """
+    checked = unechoed(
+        _SklearnOneHotEncoder()._check_X, X, ensure_all_finite="allow-nan"
+    )
+    return checked[2]
+
+
+def declared_categories(declared, n_features):
+    """The declared categories, one array per column, typed by the declaration.
+
+    A column of numbers gets their numpy dtype (``[0, 1]`` is ``int64``
+    whatever the data holds: scikit-learn would take ``X``'s dtype, which a
+    list of values takes from the values, so one private ``2.5`` would make
+    it ``float64`` and the feature names ``c_0.0, ...``); any other column is
+    ``object``. Sortedness (numbers), a ``nan`` other than last, and
+    duplicates are refused from the declaration alone.
+
+    Parameters
+    ----------
+    declared : list of array-like
+        ``categories``; a list of one list applies to every column.
+    n_features : int
+
+    Returns
+    -------
+    list of ndarray
+    """
+    declared = list(declared)
+    if len(declared) == 1 and n_features != 1:
+        declared = declared * n_features
+    if len(declared) != n_features:
+        raise ValueError(
+            f"X has {n_features} columns; categories declares {len(declared)}."
+        )
+    categories = []
+    for j, values in enumerate(declared):
+        cats = np.asarray(values)
+        if cats.dtype.kind not in "biuf":  # strings, or mixed: the values as given
+            cats = np.array(values, dtype=object)
+        if cats.ndim != 1 or cats.size == 0:
+            raise ValueError(f"categories[{j}] must be a non-empty list of values.")
+        is_nan = [isinstance(c, numbers.Real) and c != c for c in cats]
+        if any(is_nan[:-1]):
+            raise ValueError(f"In column {j}, nan must be the last declared category.")
+        if cats.size != len(_unique(cats)):
+            raise ValueError(
+                f"In column {j}, the declared categories contain duplicates."
+            )
+        if cats.dtype != object:
+            stop = -1 if is_nan[-1] else None
+            if np.any(np.sort(cats)[:stop] != cats[:stop]):
+                raise ValueError(
+                    f"In column {j}, the declared categories are numbers and "
+                    "must be sorted (as scikit-learn requires)."
+                )
+        categories.append(cats)
+    return categories
+
+
+def encoder_of_declared(categories, **params):
+    """scikit-learn's encoder set up on the declared categories alone.
+
+    It is fitted on one row of declared values (``object``, so that
+    scikit-learn keeps every column's declared values as they are), then its
+    ``categories_`` are the declared arrays with their declared dtypes.
+
+    Parameters
+    ----------
+    categories : list of ndarray
+        From :func:`declared_categories`.
+    **params
+        Further parameters of :class:`sklearn.preprocessing.OneHotEncoder`.
+
+    Returns
+    -------
+    sklearn.preprocessing.OneHotEncoder
+    """
+    row = np.empty((1, len(categories)), dtype=object)
+    for j, cats in enumerate(categories):
+        row[0, j] = cats[0]
+    encoder = _SklearnOneHotEncoder(
+        categories=[cats.astype(object) for cats in categories], **params
+    )
+    encoder.fit(row)
+    encoder.categories_ = list(categories)  # only their dtype differs
+    return encoder
+
+
+def _as_declared_kinds(X, categories):
+    """``X`` with a column of object dtype where its categories are not numbers.
+
+    scikit-learn compares a column with its categories by kind: numbers with
+    numbers, objects with objects. The categories' kinds are declared; ``X``'s
+    are not (a list of values takes its dtype from the values), so columns
+    are made ``object`` where the kinds differ: an undeclared value is then an
+    unknown value, whatever its type, and never an error.
+    """
+    declared_objects = [cats.dtype == object for cats in categories]
+    if hasattr(X, "iloc") and getattr(X, "ndim", 0) == 2:  # DataFrame: per column
+        cast = {
+            column: object
+            for column, objects in zip(X.columns, declared_objects)
+            if objects and X[column].dtype.kind in "biufc"
+        }
+        return X.astype(cast) if cast else X
+    checked = check_array(X, dtype=None, ensure_all_finite="allow-nan")
+    if not hasattr(X, "dtype"):
+        # a list: numpy would turn [0, 1, "x"] into strings, "0" and "1" then
+        # unknown; as objects every value keeps its own type
+        return check_array(X, dtype=object, ensure_all_finite=False)
+    X = checked
+    if X.dtype.kind in "US" or (X.dtype.kind != "O" and any(declared_objects)):
+        X = X.astype(object)
+    return X

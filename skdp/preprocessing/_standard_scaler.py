@@ -12,7 +12,6 @@ from sklearn.base import (
     _fit_context,
 )
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
-from sklearn.utils.validation import validate_data
 
 from ..privacy import (
     ComposedDpEvent,
@@ -21,6 +20,7 @@ from ..privacy import (
     calibrate_noise_multiplier,
 )
 from ..solvers._distributed import check_budget_before_pass, is_dask_collection
+from ..utils._validation import validate_data  # errors quote no data
 from ._base import PrivateTransformerMixin
 from ._bounds import (
     BOUNDS_CONSTRAINT,

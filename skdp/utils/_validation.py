@@ -5,9 +5,12 @@ on a record's value would itself reveal something about it.
 """
 
 import numbers
+import re
 import warnings
 
 import numpy as np
+from sklearn.utils import multiclass as _sklearn_multiclass
+from sklearn.utils import validation as _sklearn_validation
 
 __all__ = [
     "safe_row_norms",
@@ -18,6 +21,10 @@ __all__ = [
     "check_generator",
     "add_intercept_column",
     "check_declared_classes",
+    "validate_data",
+    "check_array",
+    "check_classification_targets",
+    "unechoed",
 ]
 
 
@@ -379,3 +386,104 @@ def check_declared_classes(classes):
             f"classes must list at least two distinct labels, got {classes!r}."
         )
     return unique
+
+
+# scikit-learn (and numpy, pandas) messages that quote the data, each with
+# the part to drop and what replaces it: ``array=[...]`` of a 1-D or scalar X,
+# the whole array after "Complex data not supported", the value that could
+# not be converted, and the labels of an unknown target type.
+_VALUE_QUOTES = (
+    (re.compile(r":\narray=.*\.\n(?=Reshape)", re.DOTALL), ". "),
+    (re.compile(r"^(Complex data not supported).*", re.DOTALL), r"\1."),
+    (
+        re.compile(
+            r"^(could not convert|invalid literal for|Unable to parse)([^:]*):.*",
+            re.DOTALL,
+        ),
+        r"\1\2 (the value is private and not shown).",
+    ),
+    (re.compile(r"^(Unknown label type for \w+):.*", re.DOTALL), r"\1."),
+    (
+        re.compile(
+            r"^Unknown label type: (?!(unknown|continuous|continuous-multioutput"
+            r"|multiclass-multioutput|multilabel-indicator|multilabel-sequences"
+            r"|binary|multiclass)\. ).*",
+            re.DOTALL,
+        ),
+        "Unknown label type.",
+    ),
+    (
+        re.compile(r"^(Expected array-like \(array or non-string sequence\)).*"),
+        r"\1.",
+    ),
+    (re.compile(r"(got scalar) `.*` (instead\.)$", re.DOTALL), r"\1 \2"),
+)
+
+
+def _without_values(message):
+    for pattern, replacement in _VALUE_QUOTES:
+        message = pattern.sub(replacement, message)
+    return message
+
+
+def unechoed(function, *args, **kwargs):
+    """``function(*args, **kwargs)``, its input errors re-raised without data.
+
+    scikit-learn's validation quotes the data in some of its errors: a 1-D
+    ``X`` is printed whole (``array=[...]``), a complex one too, a string that
+    is not a number is named (``could not convert string to float: 'x'``),
+    and so are the labels of an unknown target type. Inputs are private (at
+    ``fit``, and at ``predict`` or ``transform`` too), so such an error is
+    re-raised with the same type and the problem named, but no value; it is
+    raised outside the ``except`` block so that neither ``__cause__`` nor
+    ``__context__`` holds the original. Other errors propagate unchanged.
+
+    Parameters
+    ----------
+    function : callable
+    *args, **kwargs
+        Passed to ``function``.
+
+    Returns
+    -------
+    The result of ``function``.
+    """
+    try:
+        return function(*args, **kwargs)
+    except (ValueError, TypeError) as exc:
+        message = _without_values(str(exc))
+        chained = exc.__cause__ is not None or exc.__context__ is not None
+        if message == str(exc) and not chained:
+            raise
+        error = ValueError if isinstance(exc, ValueError) else TypeError
+    raise error(message)
+
+
+def validate_data(estimator, *args, **kwargs):
+    """:func:`sklearn.utils.validation.validate_data`, errors without data.
+
+    See :func:`unechoed`.
+    """
+    return unechoed(_sklearn_validation.validate_data, estimator, *args, **kwargs)
+
+
+def check_array(array, *args, **kwargs):
+    """:func:`sklearn.utils.check_array`, errors without data.
+
+    See :func:`unechoed`.
+    """
+    return unechoed(_sklearn_validation.check_array, array, *args, **kwargs)
+
+
+def check_classification_targets(y):
+    """:func:`sklearn.utils.multiclass.check_classification_targets`, silent.
+
+    Errors carry no label (see :func:`unechoed`), and scikit-learn's warning
+    that more than half of the samples have distinct labels is suppressed:
+    it appears for one dataset and not for its neighbour.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="The number of unique classes", category=UserWarning
+        )
+        unechoed(_sklearn_multiclass.check_classification_targets, y)

@@ -183,10 +183,16 @@ def stacked_statistic(
         # einsum rather than BLAS gemv: on a busy machine gemv's thread
         # start-up dominated these thin products (10x slower, measured).
         margin = y * matvec(X, coef)
-        tail = expit(-margin)  # |l'(margin)|
+        # A huge (finite) row can make the product inf - inf: such a record
+        # gets no gradient direction and its loss bound, as a non-finite
+        # score does in the multinomial kernel (softmax_residuals).
+        overflowed = np.isnan(margin)
+        tail = np.where(overflowed, 0.0, expit(-margin))  # |l'(margin)|
         # -log(1 - tail) is the logistic loss; where it rounds to inf the
         # loss is far above any cap and is clipped to B.
-        loss = np.minimum(-np.log1p(-tail), loss_bound)
+        loss = np.where(
+            overflowed, loss_bound, np.minimum(-np.log1p(-tail), loss_bound)
+        )
         dloss = -tail * y  # gradient of l_i is dloss_i * x_i
         if row_norms is None:
             row_norms = plain_row_norms(X)
@@ -309,8 +315,16 @@ def group_dro_gda(
     Parameters
     ----------
     X : ndarray of shape (n, p)
-        Rows, intercept column included (clipping of rows is not needed for
-        privacy: gradients are clipped to ``clip`` here).
+        Rows, intercept column included, finite. The release is private for
+        any finite rows: every record's gradient is clipped to ``clip`` and
+        its loss to ``[0, loss_bound]`` here, and a record whose margin or
+        scores overflow (a huge row can make them ``inf - inf``) contributes
+        its loss bound and no gradient, silently (``np.errstate``), so that
+        neither the release nor a floating-point warning depends on it. Rows
+        should still be clipped to a public norm bound for utility and for a
+        meaningful gradient clip (as
+        :class:`~skdp.fairness.MinimaxFairClassifier` does);
+        the plan's sensitivity does not rely on it.
     y : ndarray of shape (n,)
         Labels in ``{-1, +1}``, or class indices ``0 .. n_classes - 1`` when
         ``n_classes`` is given.
