@@ -99,7 +99,11 @@ def dpgd(X_train, y_train, X_test, task, n_classes, epsilon, delta, rng):
     clips = np.repeat(np.asarray(DPGD_CLIPS), len(DPGD_STEPS))
     steps = np.tile(np.asarray(DPGD_STEPS), len(DPGD_CLIPS))
     mu = gdp_mu(epsilon, delta)
-    noise_std = np.zeros_like(clips) if math.isinf(mu) else 2 * clips / n * math.sqrt(DPGD_ITERATIONS) / mu
+    noise_std = (
+        np.zeros_like(clips)
+        if math.isinf(mu)
+        else 2 * clips / n * math.sqrt(DPGD_ITERATIONS) / mu
+    )
     if task == "regression":
         losses = ("squared", "huber")
     else:
@@ -108,9 +112,13 @@ def dpgd(X_train, y_train, X_test, task, n_classes, epsilon, delta, rng):
     for loss in losses:
         learning_rates = steps / (SMOOTHNESS_FACTOR[loss] * row_sq.mean())
         if loss == "softmax":
-            theta = _dpgd_softmax(Xa, y_train, n_classes, row_norm, clips, learning_rates, noise_std, rng)
+            theta = _dpgd_softmax(
+                Xa, y_train, n_classes, row_norm, clips, learning_rates, noise_std, rng
+            )
         else:
-            theta = _dpgd_scalar(Xa, y_train, loss, row_norm, clips, learning_rates, noise_std, rng)
+            theta = _dpgd_scalar(
+                Xa, y_train, loss, row_norm, clips, learning_rates, noise_std, rng
+            )
         for g, (clip, step) in enumerate(zip(clips, steps)):
             config = f"loss={loss} C={clip:g} step={step:g}"
             if loss == "softmax":
@@ -200,12 +208,18 @@ def adassp(X_train, y_train, X_test, epsilon, delta, rng):
         sigma_gram = math.sqrt(2) * x_bound**2 / mu_each
         sigma_moment = 2 * x_bound * y_bound / mu_each
         lam_private = max(
-            lam_min + sigma_eig * rng.standard_normal() - sigma_eig * math.sqrt(math.log(6 / delta)), 0.0
+            lam_min
+            + sigma_eig * rng.standard_normal()
+            - sigma_eig * math.sqrt(math.log(6 / delta)),
+            0.0,
         )
         upper = np.triu(rng.standard_normal((d, d)) * sigma_gram)
         gram = gram + upper + np.triu(upper, 1).T
         moment = moment + rng.standard_normal(d) * sigma_moment
-        ridge = max(0.0, sigma_gram * math.sqrt(d * math.log(2 * d**2 / ADASSP_RHO)) - lam_private)
+        ridge = max(
+            0.0,
+            sigma_gram * math.sqrt(d * math.log(2 * d**2 / ADASSP_RHO)) - lam_private,
+        )
     theta = np.linalg.lstsq(gram + ridge * np.eye(d), moment, rcond=None)[0]
     return [("", Xt @ theta)]
 
@@ -247,7 +261,13 @@ def group_dro(X_train, y_train, groups_train, X_test, task, n_classes):
         gradient += penalised * W / n
         return value, gradient.ravel()
 
-    result = minimize(objective, np.zeros(d * k), jac=True, method="L-BFGS-B", options={"maxiter": 1000})
+    result = minimize(
+        objective,
+        np.zeros(d * k),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": 1000},
+    )
     W = result.x.reshape(d, k)
     if binary:
         p = expit(Xt @ W[:, 0])

@@ -39,7 +39,11 @@ MIN_GROUP_TEST_ROWS = 30
 
 def methods_for(split):
     """skdp methods run on a split (MinimaxFairClassifier only on tables with groups)."""
-    return [m for m in SKDP_METHODS[split.task] if m != "MinimaxFairClassifier" or split.groups]
+    return [
+        m
+        for m in SKDP_METHODS[split.task]
+        if m != "MinimaxFairClassifier" or split.groups
+    ]
 
 
 def make_estimator(method, split, epsilon, delta, random_state, accountant=None):
@@ -96,25 +100,37 @@ def private_pipeline(method, split, epsilon, random_state, model_share):
     entry, delta = split.entry, split.delta
     accountant = skdp.PrivacyAccountant(epsilon, delta)
     slack = max(0.0, 1.0 - PREPROCESSING_SHARE - model_share)  # unspent share of mu**2
-    eps_scaler, eps_model, _ = split_epsilon(epsilon, delta, [PREPROCESSING_SHARE, model_share, slack])
+    eps_scaler, eps_model, _ = split_epsilon(
+        epsilon, delta, [PREPROCESSING_SHARE, model_share, slack]
+    )
     scaler_seed = int(np.random.SeedSequence([random_state, 1]).generate_state(1)[0])
     transformers = []
     if entry["numeric"]:
         numeric = make_pipeline(
             preprocessing.SimpleImputer(strategy="constant", fill_value=0.0),
             preprocessing.StandardScaler(
-                epsilon=eps_scaler, delta=delta, accountant=accountant, random_state=scaler_seed
+                epsilon=eps_scaler,
+                delta=delta,
+                accountant=accountant,
+                random_state=scaler_seed,
             ),
         )
         transformers.append(("num", numeric, list(entry["numeric"])))
     if entry["categorical"]:
         categories = [entry["categories"][c] for c in entry["categorical"]]
-        encoder = preprocessing.OneHotEncoder(categories=categories, drop="if_binary", accountant=accountant)
+        encoder = preprocessing.OneHotEncoder(
+            categories=categories, drop="if_binary", accountant=accountant
+        )
         transformers.append(("cat", encoder, list(entry["categorical"])))
     model = make_estimator(method, split, eps_model, delta, random_state, accountant)
     if method == "MinimaxFairClassifier":
         model.set_fit_request(sensitive_features=True)
-    pipeline = Pipeline([("preprocess", ColumnTransformer(transformers, sparse_threshold=0)), ("model", model)])
+    pipeline = Pipeline(
+        [
+            ("preprocess", ColumnTransformer(transformers, sparse_threshold=0)),
+            ("model", model),
+        ]
+    )
     return pipeline, accountant
 
 
@@ -125,12 +141,20 @@ def fit_pipeline(method, split, epsilon, random_state):
     private, as in the standardised view). Asserts that
     ``skdp.spent(pipeline)`` is within the total.
     """
-    y_train = split.standardise_target()[0] if split.task == "regression" else split.y_train
-    frame_train = split.X_train_frame.astype({c: object for c in split.entry["categorical"]})
-    frame_test = split.X_test_frame.astype({c: object for c in split.entry["categorical"]})
+    y_train = (
+        split.standardise_target()[0] if split.task == "regression" else split.y_train
+    )
+    frame_train = split.X_train_frame.astype(
+        {c: object for c in split.entry["categorical"]}
+    )
+    frame_test = split.X_test_frame.astype(
+        {c: object for c in split.entry["categorical"]}
+    )
     with sklearn.config_context(enable_metadata_routing=True):
         for model_share in MODEL_SHARES:
-            pipeline, accountant = private_pipeline(method, split, epsilon, random_state, model_share)
+            pipeline, accountant = private_pipeline(
+                method, split, epsilon, random_state, model_share
+            )
             fit_params = {}
             if method == "MinimaxFairClassifier":
                 fit_params["sensitive_features"] = split.groups_train
@@ -140,9 +164,13 @@ def fit_pipeline(method, split, epsilon, random_state):
                 continue
             break
         else:
-            raise BudgetExceededError("no model share in MODEL_SHARES fits the pipeline's budget")
+            raise BudgetExceededError(
+                "no model share in MODEL_SHARES fits the pipeline's budget"
+            )
         total_epsilon, total_delta = skdp.spent(pipeline)
-        assert total_epsilon <= epsilon * (1 + 1e-9) and total_delta <= split.delta * (1 + 1e-9), (
+        assert total_epsilon <= epsilon * (1 + 1e-9) and total_delta <= split.delta * (
+            1 + 1e-9
+        ), (
             f"pipeline spent ({total_epsilon}, {total_delta}) above ({epsilon}, {split.delta})"
         )
         return predict(pipeline, split, frame_test)

@@ -105,8 +105,14 @@ def run_job(name, seed, epsilons, views, only_skdp, timeout):
             values = dict.fromkeys(metric_names, math.nan)
             fit_status = status
             if prediction is not None:
-                values.update(methods.metrics(split.task, prediction, y_test, split.groups_test))
-                if not all(math.isfinite(values[m]) for m in metric_names if m != "worst_group_log_loss"):
+                values.update(
+                    methods.metrics(split.task, prediction, y_test, split.groups_test)
+                )
+                if not all(
+                    math.isfinite(values[m])
+                    for m in metric_names
+                    if m != "worst_group_log_loss"
+                ):
                     fit_status, values = "failed", dict.fromkeys(metric_names, math.nan)
             for metric in metric_names:
                 rows.append({
@@ -119,7 +125,11 @@ def run_job(name, seed, epsilons, views, only_skdp, timeout):
         if view == "pipeline" and name not in suite.pipeline_tables():
             continue
         if view == "pipeline":
-            y_test = split.standardise_target()[1] if split.task == "regression" else split.y_test
+            y_test = (
+                split.standardise_target()[1]
+                if split.task == "regression"
+                else split.y_test
+            )
         else:
             X_train, X_test, y_train, y_test = split.view(view)
         for method in methods.methods_for(split):
@@ -135,14 +145,36 @@ def run_job(name, seed, epsilons, views, only_skdp, timeout):
         record(view, math.inf, "constant", _bind(baselines.constant, *args), y_test)
         record(view, math.inf, "sklearn", _bind(baselines.sklearn_model, *args), y_test)
         if grouped and split.task != "regression":
-            fit = _bind(baselines.group_dro, X_train, y_train, split.groups_train, X_test, split.task, n_classes)
+            fit = _bind(
+                baselines.group_dro,
+                X_train,
+                y_train,
+                split.groups_train,
+                X_test,
+                split.task,
+                n_classes,
+            )
             record(view, math.inf, "group_dro", fit, y_test)
         for epsilon in epsilons:
             rng = np.random.default_rng([seed, 31])
-            record(view, epsilon, "dpgd", _bind(baselines.dpgd, *args, epsilon, split.delta, rng), y_test)
+            record(
+                view,
+                epsilon,
+                "dpgd",
+                _bind(baselines.dpgd, *args, epsilon, split.delta, rng),
+                y_test,
+            )
             if split.task == "regression":
                 rng = np.random.default_rng([seed, 32])
-                fit = _bind(baselines.adassp, X_train, y_train, X_test, epsilon, split.delta, rng)
+                fit = _bind(
+                    baselines.adassp,
+                    X_train,
+                    y_train,
+                    X_test,
+                    epsilon,
+                    split.delta,
+                    rng,
+                )
                 record(view, epsilon, "adassp", fit, y_test)
     return rows
 
@@ -162,7 +194,9 @@ def commit_label(root=suite.REPO_ROOT):
     """
 
     def git(*args):
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, check=True
+        ).stdout
 
     try:
         head = git("rev-parse", "HEAD").strip()
@@ -175,7 +209,9 @@ def commit_label(root=suite.REPO_ROOT):
 
 def run_fits(tables, epsilons, seeds, views, only_skdp, timeout, jobs, commit):
     """Run every (table, seed) job in a process pool; a DataFrame of all rows."""
-    order = sorted(tables, key=lambda name: -suite.manifest()[name]["n_rows"])  # big jobs first
+    order = sorted(
+        tables, key=lambda name: -suite.manifest()[name]["n_rows"]
+    )  # big jobs first
     work = [(name, seed) for name in order for seed in range(seeds)]
     rows, start = [], time.time()
     arguments = (epsilons, views, only_skdp, timeout)
@@ -198,7 +234,10 @@ def run_fits(tables, epsilons, seeds, views, only_skdp, timeout, jobs, commit):
 
 def _progress(done, total, job, start):
     name, seed = job
-    print(f"[{done}/{total}] {name} seed={seed} done at {time.time() - start:.0f}s", flush=True)
+    print(
+        f"[{done}/{total}] {name} seed={seed} done at {time.time() - start:.0f}s",
+        flush=True,
+    )
 
 
 def write_csv(frame, path):
@@ -215,7 +254,10 @@ def call_part(module_name, *args):
     except ModuleNotFoundError as error:
         if error.name != f"benchmarks.{module_name}":
             raise
-        print(f"benchmarks/{module_name}.py is not there yet (issue 31); skipped.", flush=True)
+        print(
+            f"benchmarks/{module_name}.py is not there yet (issue 31); skipped.",
+            flush=True,
+        )
         return None
     return module.main(*args)
 
@@ -225,11 +267,17 @@ def quick_summary(frame):
     main_metric = {"regression": "mse", "binary": "log_loss", "multiclass": "log_loss"}
     frame = frame[frame["metric"] == frame["task"].map(main_metric)]
     frame = frame.assign(value=frame["value"].where(frame["status"] == "ok", np.inf))
-    medians = frame.groupby(["view", "table", "method", "config"])["value"].median().reset_index()
+    medians = (
+        frame.groupby(["view", "table", "method", "config"])["value"]
+        .median()
+        .reset_index()
+    )
     best = medians.groupby(["view", "table", "method"])["value"].min().reset_index()
     best["column"] = best["view"].str[:4] + ":" + best["table"].str[:18]
     table = best.pivot(index="method", columns="column", values="value")
-    with pd.option_context("display.width", 250, "display.max_columns", 50, "display.precision", 3):
+    with pd.option_context(
+        "display.width", 250, "display.max_columns", 50, "display.precision", 3
+    ):
         print(table.T.to_string(float_format=lambda v: f"{v:.3f}"))
 
 
@@ -243,7 +291,10 @@ def run_compare(args, tables, epsilons, seeds, views, new_frame, out_dir):
     scratch = Path(tempfile.mkdtemp(prefix="skdp-compare-"))
     worktree, shim = scratch / "ref", scratch / "path"
     try:
-        subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", str(worktree), ref], check=True)
+        subprocess.run(
+            ["git", "-C", str(root), "worktree", "add", "--detach", str(worktree), ref],
+            check=True,
+        )
         # skdp from REF, the runner from this checkout: a path folder with both links.
         shim.mkdir()
         (shim / "skdp").symlink_to(worktree / "skdp")
@@ -258,7 +309,10 @@ def run_compare(args, tables, epsilons, seeds, views, new_frame, out_dir):
         subprocess.run(command, cwd=shim, env=environment, check=True)
         old_frame = pd.read_csv(scratch / "out" / "fits.csv.gz")
     finally:
-        subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(worktree)], check=False)
+        subprocess.run(
+            ["git", "-C", str(root), "worktree", "remove", "--force", str(worktree)],
+            check=False,
+        )
         shutil.rmtree(scratch, ignore_errors=True)
     text = compare_markdown(new_frame, old_frame, new_frame["commit"].iloc[0], ref)
     (out_dir / "compare.md").write_text(text, encoding="utf-8")
@@ -297,22 +351,28 @@ def compare_markdown(new_frame, old_frame, new_commit, old_commit):
     lines = [
         f"# --compare: skdp at {new_commit} against {old_commit}",
         "",
-        "Ratio new/old of the median over seeds of each method's metric (mse; log_loss; MinimaxFairClassifier:",
-        "worst_group_log_loss), one cell per (table, epsilon); a failed or timed-out seed counts as an infinite",
-        "loss. The same splits, seeds and views; the runner is this checkout's in both runs. Issue 33's must-show:",
-        "a ratio of at most 1.05 on at least 90% of the cells of each kind, with a median of at most 1.01.",
+        "Ratio new/old of the median over seeds of each method's metric (mse; log_loss;",
+        "MinimaxFairClassifier: worst_group_log_loss), one cell per (table, epsilon); a failed",
+        "or timed-out seed counts as an infinite loss. The same splits, seeds and views; the",
+        "runner is this checkout's in both runs. Issue 33's must-show: a ratio of at most 1.05",
+        "on at least 90% of the cells of each kind, with a median of at most 1.01.",
         "",
     ]
     for view, by_view in joined.groupby("view", sort=False):
         lines += [
             f"## view: {view}",
             "",
-            "| task | method | half | cells | median | p90 | share <= 1.05 | passes | cells above 1.05 |",
+            "| task | method | half | cells | median | p90 | share <= 1.05 | passes "
+            "| cells above 1.05 |",
             "|---|---|---|---|---|---|---|---|---|",
         ]
         for (task, method), by_method in by_view.groupby(["task", "method"]):
             for half in ("dev", "confirm", "pooled"):
-                part = by_method if half == "pooled" else by_method[by_method["half"] == half]
+                part = (
+                    by_method
+                    if half == "pooled"
+                    else by_method[by_method["half"] == half]
+                )
                 if part.empty:
                     continue
                 r = part["ratio"].to_numpy()
@@ -321,33 +381,66 @@ def compare_markdown(new_frame, old_frame, new_commit, old_commit):
                 verdict = "yes" if share >= 0.9 and median <= 1.01 else "**no**"
                 above = part[part["ratio"] > 1.05]
                 above_list = ", ".join(
-                    f"{t}@{e:g} ({v:.2f})" for t, e, v in zip(above["table"], above["epsilon"], above["ratio"])
+                    f"{t}@{e:g} ({v:.2f})"
+                    for t, e, v in zip(above["table"], above["epsilon"], above["ratio"])
                 )
                 lines.append(
-                    f"| {task} | {method} | {half} | {len(r)} | {median:.3f} | {p90:.3f} | {share:.0%} "
-                    f"| {verdict} | {above_list or '-'} |"
+                    f"| {task} | {method} | {half} | {len(r)} | {median:.3f} | {p90:.3f} "
+                    f"| {share:.0%} | {verdict} | {above_list or '-'} |"
                 )
         lines.append("")
     return "\n".join(lines)
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="two smallest dev tables per task, eps=1, 2 seeds")
-    parser.add_argument("--compare", metavar="REF", help="also run the skdp fits at commit REF; write compare.md")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.run", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="two smallest dev tables per task, eps=1, 2 seeds",
+    )
+    parser.add_argument(
+        "--compare",
+        metavar="REF",
+        help="also run the skdp fits at commit REF; write compare.md",
+    )
     parser.add_argument("--half", choices=["dev", "confirm", "both"], default="both")
-    parser.add_argument("--tasks", nargs="+", choices=suite.TASKS, default=list(suite.TASKS))
+    parser.add_argument(
+        "--tasks", nargs="+", choices=suite.TASKS, default=list(suite.TASKS)
+    )
     parser.add_argument("--tables", nargs="+", metavar="NAME", help="only these tables")
-    parser.add_argument("--epsilons", nargs="+", type=float, help="default: 0.5 1 2 5 inf")
+    parser.add_argument(
+        "--epsilons", nargs="+", type=float, help="default: 0.5 1 2 5 inf"
+    )
     parser.add_argument("--seeds", type=int, help="number of seeds (default 5)")
-    parser.add_argument("--views", nargs="+", choices=suite.VIEWS, help="default: all three")
-    parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per fit (default 600)")
-    parser.add_argument("--out", type=Path, help="output folder (default benchmarks/results; --quick: a temp dir)")
-    parser.add_argument("--part", choices=["fits", "timing", "audit", "report", "all"], default="fits")
-    parser.add_argument("--only-skdp", action="store_true", help="skip the baselines (used by --compare)")
+    parser.add_argument(
+        "--views", nargs="+", choices=suite.VIEWS, help="default: all three"
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="worker processes (default 2)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds per fit (default 600)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="output folder (default benchmarks/results; --quick: a temp dir)",
+    )
+    parser.add_argument(
+        "--part", choices=["fits", "timing", "audit", "report", "all"], default="fits"
+    )
+    parser.add_argument(
+        "--only-skdp",
+        action="store_true",
+        help="skip the baselines (used by --compare)",
+    )
     parser.add_argument("--no-report", action="store_true", help="write the CSV only")
-    parser.add_argument("--commit", help=argparse.SUPPRESS)  # label of the skdp under test (--compare)
+    parser.add_argument(
+        "--commit", help=argparse.SUPPRESS
+    )  # label of the skdp under test (--compare)
     return parser.parse_args(argv)
 
 
@@ -377,9 +470,14 @@ def main(argv=None):
     views = args.views or list(suite.VIEWS)
     commit = args.commit or commit_label()
     start = time.time()
-    frame = run_fits(tables, epsilons, seeds, views, args.only_skdp, args.timeout, args.jobs, commit)
+    frame = run_fits(
+        tables, epsilons, seeds, views, args.only_skdp, args.timeout, args.jobs, commit
+    )
     write_csv(frame, csv_path)
-    print(f"fits: {len(tables)} tables x {seeds} seeds in {time.time() - start:.0f}s wall", flush=True)
+    print(
+        f"fits: {len(tables)} tables x {seeds} seeds in {time.time() - start:.0f}s wall",
+        flush=True,
+    )
     if args.quick:
         quick_summary(frame)
     if args.compare:

@@ -63,7 +63,9 @@ def compute_halves():
     halves = {"dev": [], "confirm": []}
     for task in TASKS:
         names = [name for name, entry in manifest().items() if entry["task"] == task]
-        names.sort(key=lambda name: hashlib.sha256((HALVES_SEED + name).encode()).hexdigest())
+        names.sort(
+            key=lambda name: hashlib.sha256((HALVES_SEED + name).encode()).hexdigest()
+        )
         for position, name in enumerate(names):
             halves["dev" if position % 2 == 0 else "confirm"].append(name)
     return halves
@@ -99,7 +101,9 @@ def select_tables(halves=("dev", "confirm"), tasks=TASKS, names=None):
     selected = [
         name
         for name, entry in manifest().items()
-        if name in chosen and entry["task"] in tasks and (names is None or name in names)
+        if name in chosen
+        and entry["task"] in tasks
+        and (names is None or name in names)
     ]
     if names is not None:
         unknown = sorted(set(names) - set(manifest()))
@@ -127,7 +131,9 @@ def pipeline_tables():
 def load(name):
     """Raw frame of a table and its manifest entry (categoricals and labels as strings)."""
     entry = manifest()[name]
-    as_str = list(entry["categorical"]) + ([entry["target"]] if entry["task"] != "regression" else [])
+    as_str = list(entry["categorical"]) + (
+        [entry["target"]] if entry["task"] != "regression" else []
+    )
     frame = pd.read_csv(
         suite_dir() / entry["file"],
         dtype={column: str for column in as_str},
@@ -183,7 +189,9 @@ class Split:
         if self.task == "binary":
             codes = (target == entry["positive"]).astype(int).to_numpy()
         elif self.task == "multiclass":
-            codes = pd.Categorical(target, categories=entry["classes"]).codes.astype(int)
+            codes = pd.Categorical(target, categories=entry["classes"]).codes.astype(
+                int
+            )
         else:
             codes = target.to_numpy(dtype=float)
         index = np.arange(len(frame))
@@ -197,7 +205,9 @@ class Split:
         self.X_test_frame = features.iloc[test].reset_index(drop=True)
         self.y_train, self.y_test = codes[train], codes[test]
         if entry["sensitive"] is not None:
-            sensitive = frame[entry["sensitive"]].fillna(MISSING_GROUP).to_numpy(dtype=object)
+            sensitive = (
+                frame[entry["sensitive"]].fillna(MISSING_GROUP).to_numpy(dtype=object)
+            )
             self.groups_train = sensitive[train].astype(str)
             self.groups_test = sensitive[test].astype(str)
         else:
@@ -243,7 +253,9 @@ class Split:
             cat_train = self.categorical_strings(self.X_train_frame)
             cat_test = self.categorical_strings(self.X_test_frame)
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # unknown (missing) values of a binary column
+                warnings.simplefilter(
+                    "ignore"
+                )  # unknown (missing) values of a binary column
                 blocks_train.append(encoder.fit(cat_train).transform(cat_train))
                 blocks_test.append(encoder.transform(cat_test))
         X_train, X_test = np.hstack(blocks_train), np.hstack(blocks_test)
@@ -256,12 +268,17 @@ class Split:
         """scikit-learn encoder with the manifest's categories (fit reads only the schema)."""
         categories = [self.entry["categories"][c] for c in self.entry["categorical"]]
         return OneHotEncoder(
-            categories=categories, drop="if_binary", handle_unknown="ignore", sparse_output=False
+            categories=categories,
+            drop="if_binary",
+            handle_unknown="ignore",
+            sparse_output=False,
         )
 
     def categorical_strings(self, frame):
         """Categorical columns as strings, missing as a value outside every declared level."""
-        return frame[self.entry["categorical"]].fillna("\0missing").to_numpy(dtype=object)
+        return (
+            frame[self.entry["categorical"]].fillna("\0missing").to_numpy(dtype=object)
+        )
 
     def standardise_target(self):
         """Regression target standardised with the training mean and standard deviation."""
@@ -271,7 +288,9 @@ class Split:
 
 
 def _write_halves():
-    HALVES_FILE.write_text(json.dumps(compute_halves(), indent=1) + "\n", encoding="utf-8")
+    HALVES_FILE.write_text(
+        json.dumps(compute_halves(), indent=1) + "\n", encoding="utf-8"
+    )
 
 
 if __name__ == "__main__":
