@@ -273,3 +273,28 @@ def group_dro(X_train, y_train, groups_train, X_test, task, n_classes):
         p = expit(Xt @ W[:, 0])
         return [("", np.column_stack([1 - p, p]))]
     return [("", softmax(Xt @ W, axis=1))]
+
+
+#: One sentence per baseline for the reports' headers (what it is, what it assumes).
+NOTES = {
+    "constant": "constant: the training mean (regression) or training class frequencies.",
+    "sklearn": "sklearn: non-private LinearRegression / LogisticRegression(C=1, max_iter=2000).",
+    "dpgd": (
+        f"dpgd: fixed-clip full-batch DP-GD, T = {DPGD_ITERATIONS} steps from 0, average of the "
+        "second half of the iterates, intercept column; squared and Huber (threshold "
+        f"{HUBER_DELTA:g} in the view's target units) loss for regression, logistic / softmax "
+        f"for classification; C in {DPGD_CLIPS} x step in {DPGD_STEPS}/L with L the loss's "
+        "smoothness on the training rows (read without privacy: optimistic); noise from skdp's "
+        "exact GDP calibration; the configuration is chosen in hindsight (optimistic)."
+    ),
+    "adassp": (
+        "adassp: AdaSSP (Wang 2018) with an intercept column, rows clipped at the "
+        f"{ADASSP_QUANTILE:g}-quantile of the training row norms and |y| at the same quantile "
+        "of |y| (read without privacy: optimistic); its three Gaussian releases share mu**2 "
+        "equally (exact GDP)."
+    ),
+    "group_dro": (
+        f"group_dro: non-private group DRO, smooth max (beta = {GROUP_DRO_BETA:g}) of the "
+        "groups' mean logistic / softmax losses plus LogisticRegression(C=1)'s ridge, L-BFGS."
+    ),
+}

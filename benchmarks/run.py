@@ -36,6 +36,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+import skdp  # noqa: E402
 from benchmarks import baselines, methods, suite  # noqa: E402
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -358,7 +359,8 @@ def compare_markdown(new_frame, old_frame, new_commit, old_commit):
         "on at least 90% of the cells of each kind, with a median of at most 1.01.",
         "",
     ]
-    for view, by_view in joined.groupby("view", sort=False):
+    for view in [v for v in suite.VIEWS if v in set(joined["view"])]:
+        by_view = joined[joined["view"] == view]
         lines += [
             f"## view: {view}",
             "",
@@ -469,6 +471,7 @@ def main(argv=None):
         tables = [t for t in tables if t in args.tables]
     views = args.views or list(suite.VIEWS)
     commit = args.commit or commit_label()
+    print(f"skdp from {Path(skdp.__file__).resolve().parent} ({commit})", flush=True)
     start = time.time()
     frame = run_fits(
         tables, epsilons, seeds, views, args.only_skdp, args.timeout, args.jobs, commit

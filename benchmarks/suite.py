@@ -34,6 +34,30 @@ TEST_SIZE = 0.3
 MISSING_GROUP = "(missing)"
 
 
+#: One sentence per view for the reports' headers.
+VIEW_NOTES = {
+    "standardised": (
+        "standardised: numeric features imputed with the training median and standardised with "
+        "the training mean and std; categoricals one-hot with the manifest's categories "
+        "(drop='if_binary', missing as an all-zero row); the regression target standardised "
+        "with the training mean and std, so mse is in units of the training variance. These "
+        "constants are read without privacy."
+    ),
+    "raw": (
+        "raw: as standardised, but numeric features and the target in their own units "
+        "(training-median imputation only); mse in squared target units."
+    ),
+    "pipeline": (
+        "pipeline: the raw frame through skdp.preprocessing (SimpleImputer(strategy='constant', "
+        "fill 0), StandardScaler() with private bounds, OneHotEncoder(manifest categories)) and "
+        "the skdp estimator, one total (epsilon, delta) on a shared PrivacyAccountant (5% of "
+        "mu**2 to the scaler, checked with skdp.spent); the target standardised with training "
+        "constants (not private), as in the standardised view. On the two smallest-n tables of "
+        "each task in each half; its baselines are the standardised view's."
+    ),
+}
+
+
 def suite_dir():
     """Folder of the suite: ``$SKDP_SUITE_DIR`` or ``shared/datasets/suite`` above the repo."""
     if os.environ.get("SKDP_SUITE_DIR"):
