@@ -1,6 +1,6 @@
-"""skdp benchmarks: one subpackage per estimator or topic (see ``README.md``).
+"""skdp benchmarks: one runner on the real-data suite and its reports (issue 31).
 
-Run every script from the repository root as a module, for example
-``python -m benchmarks.heavy_tailed.main --quick``; results go to
+Run from the repository root, for example ``python -m benchmarks.run --quick``;
+see ``benchmarks/README.md`` for every command. The full run writes
 ``benchmarks/results/``.
 """
