@@ -173,7 +173,7 @@ class PrivateEstimatorMixin:
             digest = self.__dict__.get(_FIT_DIGEST)
             if digest is None:  # a fit outside the wrapper: parameters only
                 digest = _fit_digest(self, [])
-            stream = (_STREAM_TAG, *digest)
+            stream = _seeded_stream(digest)
         return self.delta_, check_generator(self.random_state, stream)
 
     def _spend(self, plan):
@@ -440,6 +440,87 @@ def _raw(part):
         return part.tobytes()
 
 
+def _update_data(h, value):
+    """Feed one fit input to ``h`` as the fit reads it, whatever its container.
+
+    Numbers enter as float64 (what input validation makes of them), arrays as
+    a matrix (a vector is one column), dense and sparse rows alike as their
+    non-zero values, their columns and their count per row, block by block:
+    so ``y`` and ``y[:, None]``, integer and float ``X``, C and Fortran order,
+    dense and sparse rows of the same matrix give the same digest
+    (scikit-learn's checks compare such fits), and different data a
+    different one.
+    """
+    if sp.issparse(value):
+        matrix = sp.csr_array(value, dtype=_hash_dtype(value.dtype))
+        matrix.sum_duplicates()
+        matrix.eliminate_zeros()
+        matrix.sort_indices()
+        h.update(f"matrix{matrix.shape}".encode())
+        for start, stop in _row_blocks(matrix.shape[0]):
+            block = matrix[start:stop]
+            _update_block(h, block.data, block.indices, np.diff(block.indptr))
+        return
+    if (type(value).__module__ or "").split(".")[0] in ("dask", "dask_expr"):
+        # a dask collection is never computed here (that would gather its
+        # rows on the driver): its deterministic graph token stands in
+        from dask.base import tokenize
+
+        h.update(b"dask" + tokenize(value).encode())
+        return
+    try:
+        array = np.asarray(value)
+    except Exception:
+        # An input numpy cannot read (the fit will refuse it): fresh entropy
+        # keeps the streams independent, at no reproducibility cost worth
+        # keeping.
+        h.update(secrets.token_bytes(16))
+        return
+    array = array.reshape(-1, 1) if array.ndim <= 1 else array.reshape(len(array), -1)
+    dtype = _hash_dtype(array.dtype)
+    h.update(f"matrix{array.shape}".encode())
+    if dtype is None:  # strings, objects: by value
+        h.update(repr(array.tolist()).encode())
+        return
+    for start, stop in _row_blocks(array.shape[0]):
+        block = np.asarray(array[start:stop], dtype=dtype)
+        nonzero = block != 0
+        rows, columns = np.nonzero(nonzero)
+        _update_block(
+            h, block[rows, columns], columns, np.count_nonzero(nonzero, axis=1)
+        )
+
+
+def _row_blocks(n_rows):
+    """``(start, stop)`` of the row blocks hashed in turn (the same for dense
+    and sparse input; 4096 rows bound the memory of one block's copy)."""
+    return [(i, min(i + 4096, n_rows)) for i in range(0, n_rows, 4096)]
+
+
+def _hash_dtype(dtype):
+    """float64 for real numbers (as validation reads them), else None or complex."""
+    if dtype.kind in "biuf":
+        return np.float64
+    if dtype.kind == "c":
+        return np.complex128
+    return None
+
+
+def _update_block(h, values, columns, counts):
+    for part, kind in ((values, None), (columns, np.int64), (counts, np.int64)):
+        part = np.ascontiguousarray(part if kind is None else part.astype(kind))
+        h.update(_raw(part))
+
+
+def _seeded_stream(digest):
+    """Spawn key of a seeded fit without an accountant, from its digest.
+
+    ``check_generator(random_state, stream=_seeded_stream(_fit_digest(
+    estimator, [X, y])))`` is the generator of ``estimator.fit(X, y)``.
+    """
+    return (_STREAM_TAG, *digest)
+
+
 def _fit_digest(estimator, values):
     """Spawn-key words from an estimator's class, parameters and fit inputs.
 
@@ -462,30 +543,7 @@ def _fit_digest(estimator, values):
         else:
             flat.append(value)
     for value in flat:
-        if value is None:
-            continue
-        if sp.issparse(value):
-            value = value.tocsr()
-            parts = [value.data, value.indices, value.indptr, np.asarray(value.shape)]
-        elif (type(value).__module__ or "").split(".")[0] in ("dask", "dask_expr"):
-            # a dask collection is never computed here (that would gather its
-            # rows on the driver): its deterministic graph token stands in
-            from dask.base import tokenize
-
-            parts = [np.frombuffer(tokenize(value).encode(), dtype=np.uint8)]
-        else:
-            try:
-                parts = [np.asarray(value)]
-            except Exception:
-                # An input numpy cannot read (the fit will refuse it): fresh
-                # entropy keeps the streams independent, at no reproducibility
-                # cost worth keeping.
-                parts = [np.frombuffer(secrets.token_bytes(16), dtype=np.uint8)]
-        for part in parts:
-            part = np.ascontiguousarray(part)
-            h.update(f"{part.dtype}{part.shape}".encode())
-            h.update(
-                repr(part.tolist()).encode() if part.dtype == object else _raw(part)
-            )
+        if value is not None:
+            _update_data(h, value)
     words = h.digest()
     return tuple(int.from_bytes(words[i : i + 4], "little") for i in range(0, 32, 4))
