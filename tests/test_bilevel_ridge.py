@@ -663,6 +663,8 @@ def test_corrected_sign_moves_towards_the_optimum(start):
         target_bound=1e3,
         alpha_init=start,
         random_state=3,
+        # one split for both (parameters enter a ledger-less stream)
+        accountant=PrivacyAccountant(epsilon=np.inf, delta=0.5),
     ).fit(X, y)
     ref = BilevelRidge(
         inner_solver=SS,
@@ -670,6 +672,8 @@ def test_corrected_sign_moves_towards_the_optimum(start):
         feature_norm=100.0,
         target_bound=1e3,
         random_state=3,
+        # one split for both (parameters enter a ledger-less stream)
+        accountant=PrivacyAccountant(epsilon=np.inf, delta=0.5),
     ).fit(X, y)
     assert model.alpha_ == pytest.approx(ref.alpha_, rel=0.1)
     assert model.alpha_path_[0] == pytest.approx(start)
