@@ -1,11 +1,13 @@
 """What a fitted estimator, pipeline or column transformer spent in total."""
 
 import math
+import warnings
 
 import numpy as np
 from sklearn.exceptions import NotFittedError
 
-from .pipeline import _diagnose
+from .exceptions import PrivacyLeakWarning
+from .pipeline import _diagnose, _shared_seed_steps
 from .privacy import ComposedDpEvent, NoOpDpEvent, certify_epsilon
 from .utils._pipeline_walk import iter_leaf_steps
 
@@ -31,6 +33,11 @@ def spent(estimator, *, delta=None):
       accountant to get the exact total.
     - A step that learns from the data without privacy (see
       :func:`skdp.check_pipeline`) makes the total ``epsilon`` infinite.
+    - skdp steps that share a ``random_state`` (the same integer, or the
+      same ``Generator`` object) without an accountant draw different noise,
+      so the total holds, but one seed replays all of them: a
+      :class:`~skdp.PrivacyLeakWarning` names them (their parameters are
+      public).
 
     Parameters
     ----------
@@ -50,6 +57,11 @@ def spent(estimator, *, delta=None):
     ------
     sklearn.exceptions.NotFittedError
         If a private step is not fitted.
+
+    Warns
+    -----
+    PrivacyLeakWarning
+        If skdp steps share a ``random_state`` without an accountant.
 
     References
     ----------
@@ -72,6 +84,16 @@ def spent(estimator, *, delta=None):
     (True, 1e-05)
     """
 
+    shared = _shared_seed_steps(estimator, fitted=True)
+    if shared:
+        names = ", ".join(repr(path or type(step).__name__) for path, step, _ in shared)
+        warnings.warn(
+            f"Steps {names} share a random_state and have no accountant: their "
+            "noise streams differ, but one seed replays all of them. Use "
+            "random_state=None, or one shared PrivacyAccountant.",
+            PrivacyLeakWarning,
+            stacklevel=2,
+        )
     accountants, events, basic = [], [], []
     delta_events = 0.0
     for path, step in iter_leaf_steps(estimator, fitted=True):

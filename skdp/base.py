@@ -20,7 +20,6 @@ from numbers import Real
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, logsumexp
-from sklearn.base import _clone_parametrized
 from sklearn.utils._param_validation import Interval
 
 from .privacy import BudgetExceededError, PrivacyAccountant, certify_epsilon
@@ -33,9 +32,14 @@ from .utils._validation import check_generator, resolve_delta
 
 __all__ = ["PrivateClassifierMixin", "PrivateEstimatorMixin"]
 
-# First spawn-key entry of clone streams: keeps them apart from ledger streams
-# (spawn keys of length one) and from the parent's own stream (no spawn key).
-_CLONE_STREAM_TAG = 0x5EED_C10E
+# First spawn-key entry of data-derived streams: keeps them apart from ledger
+# streams (spawn keys of length one) and from a plain seed (no spawn key).
+_STREAM_TAG = 0x5EED_D16E
+
+# Instance attribute holding the running fit's digest (words of SHA-256), set
+# by the fit wrapper on entry and deleted on exit: it is never left on a
+# fitted object, so a pickled model holds nothing derived from the data.
+_FIT_DIGEST = "_skdp_running_fit_digest"
 
 
 class PrivateEstimatorMixin:
@@ -51,44 +55,6 @@ class PrivateEstimatorMixin:
     also compute their values so that none is discarded; this guard covers
     every other operation, including scikit-learn's input validation.
     """
-
-    def __sklearn_clone__(self):
-        """``clone`` that lets the copy derive its own random stream.
-
-        A clone that fits with the ``random_state`` it inherited (not set
-        again with ``set_params``) and without an accountant draws from a
-        stream derived from that seed, its parameters and a digest of the data
-        it is fitted on. The folds of ``cross_val_score`` and the candidates
-        of ``GridSearchCV`` therefore draw independent noise, while two clones
-        fitted on the same data with the same parameters give the same model,
-        and so does a clone refitted exactly like its fitted parent
-        (scikit-learn's clone-consistency; a repeated release tells nothing
-        new).
-        """
-        new = _clone_parametrized(self)
-        new._skdp_inherited_seed = True
-        if "_skdp_stream_key" in vars(self):
-            # A clone refitted like its (fitted) parent repeats its parent.
-            parent_digest = getattr(self, "_skdp_fit_digest", None)
-            new._skdp_parent_fit = (parent_digest, self._skdp_stream_key)
-        return new
-
-    def set_params(self, **params):
-        """Set parameters; an explicit ``random_state`` ends stream inheritance.
-
-        Parameters
-        ----------
-        **params : dict
-            Estimator parameters.
-
-        Returns
-        -------
-        self : estimator instance
-        """
-        if "random_state" in params:
-            self.__dict__.pop("_skdp_inherited_seed", None)
-            self.__dict__.pop("_skdp_parent_fit", None)
-        return super().set_params(**params)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -192,22 +158,22 @@ class PrivateEstimatorMixin:
             f"fit on {n_samples} records: epsilon={self.epsilon:g}, "
             f"delta_={self.delta_:.3g}"
         )
-        # Clones share the accountant but copy random_state: give each fit on
-        # the ledger its own stream, or CV folds would reuse the same noise.
-        # Without an accountant, a clone that kept its parent's random_state
-        # derives its stream from its parameters and data (``_fit_digest``).
+        # Every fit draws from its own stream. On a shared ledger, its position
+        # (clones share the accountant but copy random_state: CV folds).
+        # Otherwise a seeded fit mixes a digest of its class, parameters and
+        # data into the seed (computed by the fit's wrapper, held only while
+        # the fit runs): pipeline steps sharing a seed, CV folds and grid
+        # candidates draw independent noise, and the same fit repeated (a
+        # clone refitted like its parent) gives the same model.
         if self.accountant is not None:
             stream = self.accountant.claim_stream()
+        elif self.random_state is None:
+            stream = None  # fresh OS entropy
         else:
-            stream = None
-            digest = getattr(self, "_skdp_fit_digest", None)
-            if getattr(self, "_skdp_inherited_seed", False) and digest is not None:
-                parent = getattr(self, "_skdp_parent_fit", None)
-                if parent is not None and parent[0] == digest:
-                    stream = parent[1]  # same data and parameters: same model
-                else:
-                    stream = (_CLONE_STREAM_TAG, *digest)
-            self._skdp_stream_key = stream
+            digest = self.__dict__.get(_FIT_DIGEST)
+            if digest is None:  # a fit outside the wrapper: parameters only
+                digest = _fit_digest(self, [])
+            stream = _seeded_stream(digest)
         return self.delta_, check_generator(self.random_state, stream)
 
     def _spend(self, plan):
@@ -344,41 +310,41 @@ def _silent_floating_point(method):
 
     @functools.wraps(method)
     def silent(self, *args, **kwargs):
-        outermost = not getattr(self, "_skdp_in_fit", False)
+        outermost = not self.__dict__.get("_skdp_in_fit", False)
         if outermost:  # dask input: a distributed fit, or a clear error
             refuse_undistributed_dask(self, args, kwargs)
         with np.errstate(all="ignore"):
+            if not outermost:  # fit_transform calls fit: one digest, the outer
+                return method(self, *args, **kwargs)
             if (
-                outermost
-                and getattr(self, "random_state", None) is not None
+                getattr(self, "random_state", None) is not None
                 and getattr(self, "accountant", None) is None
             ):
-                # fit_transform calls fit: one digest, from the outer call.
                 bound = signature.bind(self, *args, **kwargs).arguments
-                self._skdp_fit_digest = _fit_digest(self, list(bound.values())[1:])
+                self.__dict__[_FIT_DIGEST] = _fit_digest(self, list(bound.values())[1:])
             self._skdp_in_fit = True
             try:
                 return method(self, *args, **kwargs)
             finally:
-                if outermost:
-                    self._skdp_in_fit = False
+                # Nothing of the call stays on the object (see _FIT_DIGEST).
+                self.__dict__.pop("_skdp_in_fit", None)
+                self.__dict__.pop(_FIT_DIGEST, None)
 
     silent._skdp_silent = True
     return silent
 
 
-#: Parameters that do not change what a fit computes: left out of the digest,
-#: so that adding them keeps every clone's random stream.
-_NOT_IN_DIGEST = ("verbose",)
+#: Parameters left out of the digest: the seed and the ledger choose the
+#: stream by themselves, and ``verbose`` does not change what a fit computes.
+_NOT_IN_DIGEST = ("random_state", "accountant", "verbose")
 
 
 def _stream_params(estimator):
-    """Parameters that name a clone's stream, as they were before renames.
+    """Parameters that name a fit's stream, as they were before renames.
 
     A renamed parameter enters under its old name with its effective value,
-    and ``verbose`` not at all, so a renaming or a new ``verbose`` leaves the
-    random streams of inherited-seed clones (hence every cross-validated
-    number) unchanged.
+    and ``random_state``, ``accountant`` and ``verbose`` not at all, so a
+    renaming or a new ``verbose`` leaves every seeded stream unchanged.
     """
     params = dict(estimator.get_params(deep=False))
     for old, new in getattr(estimator, "_renamed_parameters", {}).items():
@@ -391,6 +357,81 @@ def _stream_params(estimator):
     return params
 
 
+def _class_name(obj):
+    cls = obj if isinstance(obj, type) else type(obj)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _update_canonical(h, value):
+    """Feed ``value`` to the hash ``h`` canonically, with its type.
+
+    Arrays enter by dtype, shape and raw bytes (``repr`` elides arrays above
+    1,000 entries, so two parameters differing in the middle would collide),
+    containers recursively, estimators by class and their own parameters,
+    functions and classes by qualified name. Every item is framed by its type
+    and length, so no two different values feed the same bytes.
+    """
+
+    def put(tag, payload=b""):
+        payload = payload if isinstance(payload, bytes) else str(payload).encode()
+        h.update(f"{tag}:{len(payload)}:".encode())
+        h.update(payload)
+
+    if value is None or isinstance(value, (bool, int, float, complex, str)):
+        put(type(value).__name__, repr(value))
+    elif isinstance(value, bytes):
+        put("bytes", value)
+    elif isinstance(value, (np.ndarray, np.generic)):
+        array = np.ascontiguousarray(value)
+        put("ndarray", f"{array.dtype.str}{array.shape}")
+        if array.dtype.hasobject:
+            for item in array.ravel():
+                _update_canonical(h, item)
+        else:
+            put("bytes", array.tobytes())
+    elif isinstance(value, (list, tuple)):
+        put(type(value).__name__, len(value))
+        for item in value:
+            _update_canonical(h, item)
+    elif isinstance(value, (set, frozenset)):
+        items = []
+        for item in value:
+            sub = hashlib.sha256()
+            _update_canonical(sub, item)
+            items.append(sub.digest())
+        put("set", b"".join(sorted(items)))
+    elif isinstance(value, dict):
+        put("dict", len(value))
+        items = []
+        for key, item in value.items():
+            sub = hashlib.sha256()
+            _update_canonical(sub, key)
+            _update_canonical(sub, item)
+            items.append(sub.digest())
+        h.update(b"".join(sorted(items)))  # key order is not a parameter
+    elif hasattr(value, "get_params") and not isinstance(value, type):
+        put("estimator", _class_name(value))
+        _update_canonical(h, _stream_params(value))
+    elif isinstance(value, type) or callable(value):
+        name = getattr(value, "__qualname__", None) or _class_name(value)
+        put("callable", f"{getattr(value, '__module__', '')}.{name}")
+    elif sp.issparse(value):
+        value = value.tocsr()
+        put("sparse", f"{value.shape}")
+        for part in (value.data, value.indices, value.indptr):
+            _update_canonical(h, part)
+    else:
+        try:  # pandas and other array-likes: their values
+            array = np.asarray(value)
+        except Exception:
+            array = None
+        if array is not None and array.dtype != object:
+            put("array-like", _class_name(value))
+            _update_canonical(h, array)
+        else:
+            put(_class_name(value), repr(value))
+
+
 def _raw(part):
     """The bytes of a C-contiguous array, without copying them if possible."""
     try:
@@ -399,19 +440,102 @@ def _raw(part):
         return part.tobytes()
 
 
+def _update_data(h, value):
+    """Feed one fit input to ``h`` as the fit reads it, whatever its container.
+
+    Numbers enter as float64 (what input validation makes of them), arrays as
+    a matrix (a vector is one column), dense and sparse rows alike as their
+    non-zero values, their columns and their count per row, block by block:
+    so ``y`` and ``y[:, None]``, integer and float ``X``, C and Fortran order,
+    dense and sparse rows of the same matrix give the same digest
+    (scikit-learn's checks compare such fits), and different data a
+    different one.
+    """
+    if sp.issparse(value):
+        matrix = sp.csr_array(value, dtype=_hash_dtype(value.dtype))
+        matrix.sum_duplicates()
+        matrix.eliminate_zeros()
+        matrix.sort_indices()
+        h.update(f"matrix{matrix.shape}".encode())
+        for start, stop in _row_blocks(matrix.shape[0]):
+            block = matrix[start:stop]
+            _update_block(h, block.data, block.indices, np.diff(block.indptr))
+        return
+    if (type(value).__module__ or "").split(".")[0] in ("dask", "dask_expr"):
+        # a dask collection is never computed here (that would gather its
+        # rows on the driver): its deterministic graph token stands in
+        from dask.base import tokenize
+
+        h.update(b"dask" + tokenize(value).encode())
+        return
+    try:
+        array = np.asarray(value)
+    except Exception:
+        # An input numpy cannot read (the fit will refuse it): fresh entropy
+        # keeps the streams independent, at no reproducibility cost worth
+        # keeping.
+        h.update(secrets.token_bytes(16))
+        return
+    array = array.reshape(-1, 1) if array.ndim <= 1 else array.reshape(len(array), -1)
+    dtype = _hash_dtype(array.dtype)
+    h.update(f"matrix{array.shape}".encode())
+    if dtype is None:  # strings, objects: by value
+        h.update(repr(array.tolist()).encode())
+        return
+    for start, stop in _row_blocks(array.shape[0]):
+        block = np.asarray(array[start:stop], dtype=dtype)
+        nonzero = block != 0
+        rows, columns = np.nonzero(nonzero)
+        _update_block(
+            h, block[rows, columns], columns, np.count_nonzero(nonzero, axis=1)
+        )
+
+
+def _row_blocks(n_rows):
+    """``(start, stop)`` of the row blocks hashed in turn (the same for dense
+    and sparse input; 4096 rows bound the memory of one block's copy)."""
+    return [(i, min(i + 4096, n_rows)) for i in range(0, n_rows, 4096)]
+
+
+def _hash_dtype(dtype):
+    """float64 for real numbers (as validation reads them), else None or complex."""
+    if dtype.kind in "biuf":
+        return np.float64
+    if dtype.kind == "c":
+        return np.complex128
+    return None
+
+
+def _update_block(h, values, columns, counts):
+    for part, kind in ((values, None), (columns, np.int64), (counts, np.int64)):
+        part = np.ascontiguousarray(part if kind is None else part.astype(kind))
+        h.update(_raw(part))
+
+
+def _seeded_stream(digest):
+    """Spawn key of a seeded fit without an accountant, from its digest.
+
+    ``check_generator(random_state, stream=_seeded_stream(_fit_digest(
+    estimator, [X, y])))`` is the generator of ``estimator.fit(X, y)``.
+    """
+    return (_STREAM_TAG, *digest)
+
+
 def _fit_digest(estimator, values):
-    """Spawn-key words from an estimator's parameters and its fit's inputs.
+    """Spawn-key words from an estimator's class, parameters and fit inputs.
 
     ``values`` are the fit's arguments in declaration order (a ``**kwargs``
     dict is taken in key order; ``None`` is skipped), so ``fit_transform(X,
-    y=y)`` and ``fit(X, y)`` agree. Only the random stream of an
-    inherited-seed clone depends on it: with a secret seed the derived
-    streams of different folds or candidates look independent, and with a
-    published seed the noise was recoverable anyway (see the threat model).
-    Nothing of it is released.
+    y=y)`` and ``fit(X, y)`` agree. Parameters are hashed canonically
+    (:func:`_update_canonical`), without ``random_state``, ``accountant``
+    and ``verbose``. A seeded fit without an accountant mixes the eight
+    32-bit words into its seed's :class:`numpy.random.SeedSequence` as a
+    spawn key. The digest is a function of the data, so it is never stored:
+    the fit wrapper computes it on entry and deletes it on exit.
     """
-    params = repr(sorted(_stream_params(estimator).items()))
-    h = hashlib.sha256(params.encode())
+    h = hashlib.sha256()
+    _update_canonical(h, _class_name(estimator))
+    _update_canonical(h, _stream_params(estimator))
     flat = []
     for value in values:
         if isinstance(value, dict) and not sp.issparse(value):  # dok is a dict
@@ -419,30 +543,7 @@ def _fit_digest(estimator, values):
         else:
             flat.append(value)
     for value in flat:
-        if value is None:
-            continue
-        if sp.issparse(value):
-            value = value.tocsr()
-            parts = [value.data, value.indices, value.indptr, np.asarray(value.shape)]
-        elif (type(value).__module__ or "").split(".")[0] in ("dask", "dask_expr"):
-            # a dask collection is never computed here (that would gather its
-            # rows on the driver): its deterministic graph token stands in
-            from dask.base import tokenize
-
-            parts = [np.frombuffer(tokenize(value).encode(), dtype=np.uint8)]
-        else:
-            try:
-                parts = [np.asarray(value)]
-            except Exception:
-                # An input numpy cannot read (the fit will refuse it): fresh
-                # entropy keeps the streams independent, at no reproducibility
-                # cost worth keeping.
-                parts = [np.frombuffer(secrets.token_bytes(16), dtype=np.uint8)]
-        for part in parts:
-            part = np.ascontiguousarray(part)
-            h.update(f"{part.dtype}{part.shape}".encode())
-            h.update(
-                repr(part.tolist()).encode() if part.dtype == object else _raw(part)
-            )
-    words = h.digest()[:16]
-    return tuple(int.from_bytes(words[i : i + 4], "little") for i in range(0, 16, 4))
+        if value is not None:
+            _update_data(h, value)
+    words = h.digest()
+    return tuple(int.from_bytes(words[i : i + 4], "little") for i in range(0, 32, 4))

@@ -1,6 +1,7 @@
 """Find the steps of a pipeline that learn from the private data without privacy."""
 
 from collections import namedtuple
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import is_classifier, is_regressor
@@ -194,6 +195,67 @@ def _diagnose(step):
     return ("a model or statistics fitted to the exact data", replacement)
 
 
+_SHARED_SEED_REPLACEMENT = (
+    "random_state=None in every step (secret OS entropy), or one shared "
+    "skdp.PrivacyAccountant (each fit on its ledger gets its own stream)"
+)
+
+
+def _seed_key(random_state):
+    """What makes two ``random_state`` values one seed: equal integers, or one object."""
+    if random_state is None:
+        return None
+    if isinstance(random_state, Integral):
+        return ("int", int(random_state))
+    return ("object", id(random_state))
+
+
+def _shared_seed_steps(estimator, *, fitted=False):
+    """The skdp steps that share a ``random_state`` with another step, without an accountant.
+
+    Two steps share a seed when their ``random_state`` is the same integer or
+    the same ``Generator`` or ``RandomState`` object. skdp derives each seeded
+    fit's stream from the seed, the step's class, its parameters and its
+    data, so such steps draw different noise; but one seed then stands for
+    all of them: whoever learns it (a released fitted object carries its
+    ``random_state``; an integer has at most 32 bits) replays every step's
+    noise. Reads only the parameters (public).
+
+    Parameters
+    ----------
+    estimator : estimator
+        A pipeline, a column transformer, a feature union or a single step.
+    fitted : bool, default=False
+        Walk a fitted ``ColumnTransformer``'s fitted transformers.
+
+    Returns
+    -------
+    list of (path, step, other_paths)
+        Each flagged skdp step (one with ``epsilon``, a seeded
+        ``random_state`` and no ``accountant``), with the paths of the steps
+        it shares its seed with.
+    """
+    groups = {}
+    for path, step in iter_leaf_steps(estimator, fitted=fitted):
+        try:
+            random_state = step.get_params(deep=False).get("random_state")
+        except (AttributeError, TypeError):
+            continue
+        key = _seed_key(random_state)
+        if key is not None:
+            groups.setdefault(key, []).append((path, step))
+    flagged = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        for path, step in members:
+            private = hasattr(step, "epsilon")
+            if private and getattr(step, "accountant", None) is None:
+                others = [p for p, _ in members if p != path]
+                flagged.append((path, step, others))
+    return flagged
+
+
 def check_pipeline(estimator):
     """List the steps of a pipeline that learn from the private data without privacy.
 
@@ -222,6 +284,13 @@ def check_pipeline(estimator):
     projections and random features with a numeric ``gamma`` read only the
     data's shape and are not listed; ``AdditiveChi2Sampler``, which raises on
     a negative value, is.
+
+    skdp steps that share a ``random_state`` with another step (the same
+    integer, or the same ``Generator`` or ``RandomState`` object) and have no
+    accountant are listed too: their noise streams differ (each is derived
+    from the seed, the step's class, its parameters and its data), but one
+    seed stands for all of them, so whoever learns it replays every step's
+    noise (see the threat model).
 
     Call it before fitting: it reads only the pipeline's parameters.
 
@@ -265,4 +334,10 @@ def check_pipeline(estimator):
         found = _diagnose(step)
         if found is not None:
             leaks.append(LeakingStep(path, step, *found))
+    for path, step, others in _shared_seed_steps(estimator):
+        reason = (
+            f"shares its random_state with {', '.join(map(repr, others))} and "
+            "has no accountant: one seed replays the noise of every step"
+        )
+        leaks.append(LeakingStep(path, step, reason, _SHARED_SEED_REPLACEMENT))
     return leaks

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import Ridge, RidgeCV
 
-from skdp import BilevelRidge
+from skdp import BilevelRidge, PrivacyAccountant
 from skdp.losses import SquaredLoss
 from skdp.privacy import _norm_bound as norm_bound
 from skdp.privacy import certify_epsilon, gdp_delta, gdp_mu, gdp_mu_of
@@ -265,10 +265,17 @@ def test_one_stage_is_the_unstaged_run():
 # -- the tuning ---------------------------------------------------------------
 def test_default_is_gd_with_the_risk_estimate():
     X, y, _ = _linear(np.random.default_rng(12), 500, 3)
-    m = BilevelRidge(random_state=0).fit(X, y)
-    ref = BilevelRidge(inner_solver="gd", tuning="risk_estimate", random_state=0).fit(
+    # one stream for both: a fresh ledger each (the parameters, "auto" or
+    # spelled out, enter a ledger-less seeded stream, issue 32)
+    m = BilevelRidge(random_state=0, accountant=PrivacyAccountant(np.inf, 0.5)).fit(
         X, y
     )
+    ref = BilevelRidge(
+        inner_solver="gd",
+        tuning="risk_estimate",
+        random_state=0,
+        accountant=PrivacyAccountant(np.inf, 0.5),
+    ).fit(X, y)
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     assert m.alpha_ == ref.alpha_
 

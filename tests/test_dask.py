@@ -36,6 +36,9 @@ da = pytest.importorskip("dask.array")
 CHUNKS = 700  # uneven last chunk on purpose
 
 
+pytestmark = pytest.mark.usefixtures("dask_input_shares_the_numpy_stream")
+
+
 def _data(n=3000, d=4, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.standard_t(4, size=(n, d))

@@ -21,6 +21,7 @@ from skdp import (
     PrivacyLeakWarning,
 )
 from skdp._testing.estimator_checks import expected_failed_checks
+from skdp.base import _fit_digest, _seeded_stream
 from skdp.model_selection import PrivateSearchCV
 from skdp.model_selection._scoring import clipped_losses, noisy_validation_loss
 from skdp.utils._validation import check_generator
@@ -163,9 +164,11 @@ def test_epsilon_inf_selects_like_gridsearchcv_on_the_same_split():
         random_state=3,
     ).fit(X, y)
     assert search.privacy_spent_[0] == np.inf
-    # The same split, redrawn from the same generator.
+    # The same split, redrawn from the same generator: the search's seeded
+    # stream (seed, class, parameters, data; issue 32).
     n_val = math.ceil(0.25 * len(X))
-    perm = check_generator(3).permutation(len(X))
+    stream = _seeded_stream(_fit_digest(search, [X, y]))
+    perm = check_generator(3, stream=stream).permutation(len(X))
     fold = np.zeros(len(X), dtype=int)
     fold[np.sort(perm[n_val:])] = -1  # training rows
     gs = GridSearchCV(

@@ -159,10 +159,19 @@ def test_shapes_proba_and_log_proba():
     )
 
 
+def _ledger():
+    """A fresh unlimited ledger: fits on it draw ``SeedSequence(seed, spawn_key=(0,))``."""
+    return PrivacyAccountant(epsilon=np.inf, delta=0.5)
+
+
 def test_binary_results_do_not_depend_on_multi_class():
     X, y = _multiclass(2000, K=2)
-    a = HeavyTailedLogisticRegression(random_state=3).fit(X, y)
-    b = HeavyTailedLogisticRegression(random_state=3, multi_class="ovr").fit(X, y)
+    # one stream for both: a fresh ledger each (without one, the parameters
+    # enter a seeded stream, issue 32)
+    a = HeavyTailedLogisticRegression(random_state=3, accountant=_ledger()).fit(X, y)
+    b = HeavyTailedLogisticRegression(
+        random_state=3, multi_class="ovr", accountant=_ledger()
+    ).fit(X, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.intercept_, b.intercept_)
 
@@ -637,8 +646,10 @@ def test_auto_steps_keep_the_30_step_fit_where_the_noise_is_large():
     X = X[:600] / 16.0
     y = y[:600]
     kw = dict(epsilon=1.0, classes=range(10), random_state=3)
-    auto = HeavyTailedLogisticRegression(**kw).fit(X, y)
-    fixed = HeavyTailedLogisticRegression(max_iter=30, **kw).fit(X, y)
+    auto = HeavyTailedLogisticRegression(accountant=_ledger(), **kw).fit(X, y)
+    fixed = HeavyTailedLogisticRegression(max_iter=30, accountant=_ledger(), **kw).fit(
+        X, y
+    )
     assert auto.n_iter_ == 30
     np.testing.assert_array_equal(auto.coef_, fixed.coef_)
     np.testing.assert_array_equal(auto.intercept_, fixed.intercept_)

@@ -126,7 +126,16 @@ def test_check_pipeline_recurses_and_names_replacements():
 
 
 def test_check_pipeline_passes_the_all_skdp_pipeline_and_public_steps():
-    assert check_pipeline(_private_pipeline()) == []
+    acc = PrivacyAccountant(epsilon=5.0, delta=1e-5)
+    assert check_pipeline(_private_pipeline(acc)) == []
+    # Without an accountant its scaler and model share random_state=0: one
+    # seed replays both steps' noise (issue 32), so both are listed.
+    shared = check_pipeline(_private_pipeline())
+    assert [leak.path for leak in shared] == [
+        "columntransformer__num",
+        "heavytailedlogisticregression",
+    ]
+    assert all("random_state" in leak.reason for leak in shared)
     fair = _private_pipeline(model=MinimaxFairClassifier(classes=[0, 1]))
     assert check_pipeline(fair) == []
     public = ColumnTransformer(

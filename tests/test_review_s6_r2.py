@@ -29,6 +29,9 @@ from skdp.solvers.bilevel.ridge import gd as rgd
 from skdp.solvers.heavy_tailed import multinomial as mn
 from skdp.solvers.saddle_point.plan import norm_quantile_reachable
 
+# dask and numpy fits compared noise for noise (see conftest.py)
+pytestmark = pytest.mark.usefixtures("dask_input_shares_the_numpy_stream")
+
 _GRID = 2e-6  # fine enough that the PLD's pessimism stays below 1e-5
 
 

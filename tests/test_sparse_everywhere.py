@@ -70,9 +70,11 @@ BILEVEL_PARAMS = [
     ({"fit_intercept": False}, 1e-12),
     # the outer loop's 100 projected steps amplify summation-order rounding
     # (3.1e-6 in alpha_ at epsilon=inf without intercept since the private
-    # bounds are the Gaussian norm bound; the bounds themselves are equal)
+    # bounds are the Gaussian norm bound, 2.0e-5 with the split drawn from
+    # the data-derived stream of issue 32; the bounds themselves are equal,
+    # and dense and sparse input get the same stream)
     ({"inner_solver": "sufficient_statistics"}, 1e-5),
-    ({"inner_solver": "sufficient_statistics", "fit_intercept": False}, 1e-5),
+    ({"inner_solver": "sufficient_statistics", "fit_intercept": False}, 1e-4),
     ({"inner_solver": "sufficient_statistics", "tuning": "risk_estimate"}, 1e-9),
 ]
 

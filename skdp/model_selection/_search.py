@@ -322,6 +322,10 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
                 f"PrivateSearchCV needs at least 2 samples (a training and a "
                 f"validation part); got n_samples = {n}."
             )
+        # A refit forgets the attributes that only some fits set: a search
+        # that selects nothing (K = 0) must not keep an earlier fit's model.
+        for name in ("best_estimator_", "classes_", "feature_names_in_"):
+            self.__dict__.pop(name, None)
         # The search's generator (its own stream on a shared ledger).
         _, rng = self._begin_private_fit(n)
         self.delta_ = self._resolve_delta(n)

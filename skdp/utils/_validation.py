@@ -254,19 +254,28 @@ def check_generator(random_state, stream=None):
     """A fresh :class:`numpy.random.Generator` for one fit.
 
     ``None`` draws the seed from OS entropy (the secure default: a published
-    seed lets anyone subtract the noise). An integer gives reproducible fits.
-    A legacy ``RandomState`` is consumed to derive a seed, as scikit-learn does.
+    seed lets anyone subtract the noise). An integer is used as given: it
+    gives reproducible fits, and is never secret (scikit-learn's integer
+    seeds have at most 32 bits, a space an adversary can search). A legacy
+    ``RandomState`` is consumed for 128 bits of entropy (four 32-bit words),
+    and so is a ``Generator`` when a ``stream`` is given: a ``Generator``
+    seeded with at least 128 bits of entropy therefore keeps the noise
+    secret, and one shared by several fits (or deep-copied into clones)
+    still gives each fit other entropy or, with ``stream``, another stream.
 
     Parameters
     ----------
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
     stream : int, tuple of int or None, default=None
         Index of the fit on a shared ledger
-        (:meth:`skdp.privacy.PrivacyAccountant.claim_stream`), or the clone
-        path of an estimator cloned without an accountant. With an index,
-        the seed derived from ``random_state`` is spawned into an independent
-        stream per index, so that clones with the same ``random_state`` (the
-        folds of a cross-validation) do not reuse each other's noise.
+        (:meth:`skdp.privacy.PrivacyAccountant.claim_stream`), or the words
+        of a seeded fit's digest without an accountant (its class,
+        parameters and data). The entropy taken from ``random_state`` is
+        then spawned into an independent stream per key
+        (``SeedSequence(entropy, spawn_key=stream)``), so that fits with
+        the same ``random_state`` (CV folds, pipeline steps, candidates) do
+        not reuse each other's noise. Without it, a ``Generator`` is
+        returned as it is.
 
     Returns
     -------
@@ -285,17 +294,37 @@ def check_generator(random_state, stream=None):
     if isinstance(random_state, np.random.Generator):
         if stream is None:
             return random_state
-        seed = int(random_state.integers(np.iinfo(np.int64).max))
+        entropy = _generator_entropy(random_state)
     elif isinstance(random_state, numbers.Integral):
-        seed = int(random_state)
+        entropy = int(random_state)
     elif isinstance(random_state, np.random.RandomState):
-        seed = int(random_state.randint(np.iinfo(np.int32).max))
+        entropy = _generator_entropy(random_state)
     else:
         raise ValueError(f"Cannot build a random generator from {random_state!r}.")
     if stream is None:
-        return np.random.default_rng(seed)
+        return np.random.default_rng(np.random.SeedSequence(entropy))
     key = tuple(int(k) for k in stream) if isinstance(stream, tuple) else (int(stream),)
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
+    return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=key))
+
+
+def _generator_entropy(random_state):
+    """128 bits drawn from a ``RandomState`` or ``Generator``, as a list of words.
+
+    Parameters
+    ----------
+    random_state : numpy.random.RandomState or numpy.random.Generator
+
+    Returns
+    -------
+    list of int
+        Four integers in ``[0, 2**32)``.
+    """
+    # four 32-bit words: 128 bits, beyond any search of the seed space
+    if isinstance(random_state, np.random.Generator):
+        words = random_state.integers(0, 2**32, size=4, dtype=np.uint64)
+    else:
+        words = random_state.randint(0, 2**32, size=4, dtype=np.uint64)
+    return [int(w) for w in words]
 
 
 def uncenter_intercept(intercept, coef, center):
