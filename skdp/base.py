@@ -28,7 +28,7 @@ from .solvers._distributed import (
     lazy_rows,
     refuse_undistributed_dask,
 )
-from .utils._validation import check_generator, resolve_delta
+from .utils._validation import check_generator, resolve_delta, unechoed
 
 __all__ = ["PrivateClassifierMixin", "PrivateEstimatorMixin"]
 
@@ -62,6 +62,14 @@ class PrivateEstimatorMixin:
             method = cls.__dict__.get(name)
             if method is not None and not getattr(method, "_skdp_silent", False):
                 setattr(cls, name, _silent_floating_point(method))
+        # scikit-learn's score (RegressorMixin, ClassifierMixin) validates y
+        # in its metric, whose errors quote labels or values: re-raised
+        # without them (skdp's own score methods are left as they are).
+        score = getattr(cls, "score", None)
+        if score is not None and getattr(score, "__module__", "").startswith(
+            "sklearn."
+        ):
+            cls.score = _unechoed_score(score)
 
     _privacy_parameter_constraints = {
         "epsilon": [Interval(Real, 0, None, closed="right")],  # np.inf allowed
@@ -297,6 +305,17 @@ class PrivateClassifierMixin:
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
+
+
+def _unechoed_score(score):
+    """``score`` whose input errors quote no data (:func:`~.utils._validation.unechoed`)."""
+
+    @functools.wraps(score)
+    def unechoed_score(self, X, y, **kwargs):
+        return unechoed(score, self, X, y, **kwargs)
+
+    unechoed_score.__module__ = __name__
+    return unechoed_score
 
 
 def _is_deprecated_default(value):

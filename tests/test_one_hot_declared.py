@@ -108,3 +108,18 @@ def test_well_typed_data_matches_sklearn_with_the_same_categories(drop):
             ours.inverse_transform(ours.transform(X)),
             ref.inverse_transform(ref.transform(X)),
         )
+
+
+def test_categorical_column_of_numbers_against_declared_strings():
+    # A pandas categorical column is converted by the kind of its values:
+    # numbers gave a TypeError at transform (numeric values against object
+    # categories) while a neighbour with one string value transformed.
+    import pandas as pd
+
+    outputs = []
+    for last in (0, "x"):
+        X = pd.DataFrame({"c": [0, 1, 1, last]}).astype("category")
+        encoder = OneHotEncoder(categories=[["a", "b"]]).fit(X)
+        outputs.append(encoder.transform(X.iloc[:3]))
+    np.testing.assert_array_equal(outputs[0], np.zeros((3, 2)))
+    np.testing.assert_array_equal(outputs[0], outputs[1])

@@ -185,3 +185,31 @@ def test_many_distinct_labels_warn_nothing():
         warnings.simplefilter("always")
         est.fit(X, y)
     assert not [w for w in caught if "unique classes" in str(w.message)]
+
+
+@pytest.mark.parametrize("make", REGRESSORS + CLASSIFIERS, ids=_name)
+@pytest.mark.parametrize("kind", ["object", "strings"])
+def test_score_errors_on_y_quote_no_value(make, kind):
+    # score's metric validates y itself (r2_score, accuracy_score): its
+    # errors quoted 'SECRET' ("could not convert string to float",
+    # "Mix of label input types ...; Got [...]").
+    X, y, groups = _data()
+    est = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _fit(est, X, y, groups)
+    bad = np.array(["a"] * 39 + [TEXT])
+    if kind == "object":
+        bad = np.array([0] * 39 + [TEXT], dtype=object)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.score(X, bad)
+    except (ValueError, TypeError) as exc:
+        for link in _chain(exc):
+            assert TEXT not in str(link) + repr(link.args)
+
+
+def test_transformers_still_have_no_score():
+    assert not hasattr(StandardScaler(), "score")
+    assert not hasattr(OneHotEncoder(), "score")

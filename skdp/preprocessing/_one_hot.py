@@ -386,7 +386,10 @@ def _as_declared_kinds(X, categories):
         cast = {
             column: object
             for column, objects in zip(X.columns, declared_objects)
-            if objects and X[column].dtype.kind in "biufc"
+            # any non-object column: numbers, and pandas categorical or
+            # string dtypes, whose values numpy would convert by their own
+            # (data-dependent) kind
+            if objects and X[column].dtype != object
         }
         return X.astype(cast) if cast else X
     checked = check_array(X, dtype=None, ensure_all_finite="allow-nan")

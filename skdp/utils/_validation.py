@@ -446,6 +446,8 @@ _VALUE_QUOTES = (
         r"\1.",
     ),
     (re.compile(r"(got scalar) `.*` (instead\.)$", re.DOTALL), r"\1 \2"),
+    # metrics: "Mix of label input types (string and number); Got [...]"
+    (re.compile(r"^(Mix of label input types[^;]*);.*", re.DOTALL), r"\1."),
 )
 
 
