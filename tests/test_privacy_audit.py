@@ -25,6 +25,12 @@ CASES = audit_cases(
     [e for e in public_estimators() if type(e).__name__ in AUDIT_PARAMS]
 )
 N_FITS = 300
+# Configurations whose output mixes the audited release with others (the
+# curvature reaches BilevelRidge's model only through the plug-in penalty):
+# the /10 control needs more fits to be flagged. At 300 it was flagged on
+# f9c3d36's noise streams and not on today's (lower bound 0.94 against 1.0):
+# the power sat at the edge, so the draw decided.
+N_FITS_LOW_POWER = {"BilevelRidge(inner_solver='gd', curvature release)": 1000}
 
 
 def _canary_data(estimator, n=50):  # batch_size=50 in the NISPP config
@@ -50,11 +56,12 @@ def test_every_public_estimator_has_an_audit_configuration():
 def test_audit_at_epsilon_one_and_negative_control(label, estimator, params):
     X, y_out, y_in = _canary_data(estimator)
     est = clone(estimator).set_params(epsilon=1.0, **params)
-    honest = audit_estimator(est, X, y_out, y_in, n_fits=N_FITS, random_state=0)
+    n_fits = N_FITS_LOW_POWER.get(label, N_FITS)
+    honest = audit_estimator(est, X, y_out, y_in, n_fits=n_fits, random_state=0)
     assert honest.claimed_epsilon <= 1.0
     assert not honest.violated, honest
     with _scaled_noise(0.1):
-        control = audit_estimator(est, X, y_out, y_in, n_fits=N_FITS, random_state=0)
+        control = audit_estimator(est, X, y_out, y_in, n_fits=n_fits, random_state=0)
     assert control.violated, control
 
 
