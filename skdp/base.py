@@ -471,14 +471,25 @@ def _update_data(h, value):
     different one.
     """
     if sp.issparse(value):
-        matrix = sp.csr_array(value, dtype=_hash_dtype(value.dtype))
-        matrix.sum_duplicates()
-        matrix.eliminate_zeros()
-        matrix.sort_indices()
-        h.update(f"matrix{matrix.shape}".encode())
-        for start, stop in _row_blocks(matrix.shape[0]):
-            block = matrix[start:stop]
-            _update_block(h, block.data, block.indices, np.diff(block.indptr))
+        kind = value.dtype.kind
+        # integers stay exact until hashed (beyond 2**53 float64 merges them)
+        exact = sp.csr_array(
+            value, dtype=value.dtype if kind in "iu" else _hash_dtype(value.dtype)
+        )
+        exact.sum_duplicates()
+        exact.eliminate_zeros()
+        exact.sort_indices()
+        h.update(f"matrix{exact.shape}".encode())
+        for start, stop in _row_blocks(exact.shape[0]):
+            block = exact[start:stop]
+            values = block.data
+            _update_block(
+                h,
+                values.astype(_hash_dtype(values.dtype)),
+                block.indices,
+                np.diff(block.indptr),
+            )
+            _update_inexact_integers(h, values)
         return
     if (type(value).__module__ or "").split(".")[0] in ("dask", "dask_expr"):
         # a dask collection is never computed here (that would gather its
@@ -502,12 +513,39 @@ def _update_data(h, value):
         h.update(repr(array.tolist()).encode())
         return
     for start, stop in _row_blocks(array.shape[0]):
-        block = np.asarray(array[start:stop], dtype=dtype)
-        nonzero = block != 0
+        exact = np.asarray(array[start:stop])
+        block = exact.astype(dtype)
+        nonzero = exact != 0
         rows, columns = np.nonzero(nonzero)
         _update_block(
             h, block[rows, columns], columns, np.count_nonzero(nonzero, axis=1)
         )
+        _update_inexact_integers(h, exact[rows, columns])
+
+
+def _update_inexact_integers(h, values):
+    """Feed ``h`` the integers among ``values`` that float64 cannot hold exactly.
+
+    Beyond 2**53, float64 merges neighbouring integers (2**53 and 2**53 + 1),
+    and a fit need not read them as floats: labels, group identifiers and
+    categories are compared exactly. Such values enter by position and exact
+    value, so two inputs that differ only there get different digests, while
+    integers that float64 holds exactly add nothing (an integer ``X`` and its
+    float copy keep one digest).
+    """
+    if values.dtype.kind not in "iu":
+        return
+    kind = np.int64 if values.dtype.kind == "i" else np.uint64
+    exact = values.astype(kind)
+    limit = kind(2**53)
+    beyond = exact > limit
+    if kind is np.int64:
+        beyond |= exact < -limit
+    inexact = np.flatnonzero(beyond)
+    if inexact.size:
+        h.update(f"exact-{values.dtype.kind}{inexact.size}".encode())
+        h.update(_raw(np.ascontiguousarray(inexact.astype(np.int64))))
+        h.update(_raw(np.ascontiguousarray(exact[inexact])))
 
 
 def _row_blocks(n_rows):

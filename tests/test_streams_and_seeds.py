@@ -19,6 +19,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from _toy_estimators import PrivateMean
 from sklearn.base import clone
 from sklearn.pipeline import make_pipeline
@@ -220,6 +221,30 @@ def test_parameters_are_hashed_canonically():
     assert _fit_digest(
         PrivateSearchCV(StandardScaler(), param_grid=grid), [X]
     ) != _fit_digest(PrivateSearchCV(MinMaxScaler(), param_grid=grid), [X])
+
+
+def test_integers_that_float64_merges_give_other_digests():
+    # Labels and group identifiers are read exactly (classes_, groups), not as
+    # float64: 2**53 and 2**53 + 1 are two groups. Hashed as float64 they were
+    # one value, so two fits whose groups differ drew the same noise, and the
+    # difference of their releases was noise-free.
+    X = np.zeros((6, 2))
+    y = np.array([0, 1] * 3)
+    ids = np.array([2**53, 2**53 + 1] * 3, dtype=np.int64)
+    merged = np.full(6, 2**53, dtype=np.int64)
+    estimator = StandardScaler(random_state=0)
+    for kind in (np.int64, np.uint64):
+        a, b = ids.astype(kind), merged.astype(kind)
+        assert _fit_digest(estimator, [X, y, a]) != _fit_digest(estimator, [X, y, b])
+        sparse = [_fit_digest(estimator, [sp.csr_array(v[:, None])]) for v in (a, b)]
+        assert sparse[0] != sparse[1]
+    # integers that float64 holds exactly keep one digest with their floats
+    small = np.arange(12).reshape(4, 3)
+    digests = {
+        _fit_digest(estimator, [value])
+        for value in (small, small.astype(float), sp.csr_array(small))
+    }
+    assert len(digests) == 1
 
 
 # -- check_pipeline and spent flag shared seeds ---------------------------------------
