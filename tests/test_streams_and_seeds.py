@@ -274,6 +274,47 @@ def test_check_pipeline_and_spent_flag_steps_that_share_a_seed():
         spent(_pipeline(7, 7, accountant=acc).fit(X))
 
 
+def test_steps_sharing_a_seed_on_separate_accountants_are_flagged(standard_draws):
+    # A ledger stream is (seed, position on the ledger): two steps on two
+    # fresh accountants with one seed draw the same normals on different data
+    # (finding 2's leak, through ledgers), so check_pipeline and spent say so.
+    X = _data()
+
+    def pipeline(imputer_seed, scaler_seed):
+        return make_pipeline(
+            SimpleImputer(
+                strategy="mean",
+                bounds=BOUNDS,
+                random_state=imputer_seed,
+                accountant=PrivacyAccountant(epsilon=5.0, delta=1e-5),
+            ),
+            StandardScaler(
+                bounds=BOUNDS,
+                random_state=scaler_seed,
+                accountant=PrivacyAccountant(epsilon=5.0, delta=1e-5),
+            ),
+        )
+
+    fitted = pipeline(7, 7).fit(X)
+    imputer, scaler = standard_draws
+    k = min(imputer.size, scaler.size)
+    np.testing.assert_allclose(imputer.ravel()[:k], scaler.ravel()[:k], atol=1e-9)
+    leaks = check_pipeline(pipeline(7, 7))
+    assert [leak.path for leak in leaks] == ["simpleimputer", "standardscaler"]
+    assert "another accountant" in leaks[0].reason
+    with pytest.warns(PrivacyLeakWarning, match="separate accountants"):
+        spent(fitted)
+    # copies of one Generator (what clone makes) are one seed too
+    generator = np.random.default_rng(0)
+    assert len(check_pipeline(pipeline(generator, copy.deepcopy(generator)))) == 2
+    # not flagged: other seeds, OS entropy
+    assert check_pipeline(pipeline(7, 8)) == []
+    assert check_pipeline(pipeline(None, None)) == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        spent(pipeline(7, 8).fit(X))
+
+
 # -- PrivateSearchCV: repeated trials of one candidate ---------------------------------
 
 
