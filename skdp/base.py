@@ -439,12 +439,18 @@ def _update_canonical(h, value):
         put("sparse", f"{value.shape}")
         for part in (value.data, value.indices, value.indptr):
             _update_canonical(h, part)
+    elif all(hasattr(value, name) for name in ("dist", "args", "kwds")):
+        # a frozen scipy distribution (PrivateSearchCV's param_distributions):
+        # its repr is its address, which changes from run to run
+        put("distribution", _class_name(value.dist))
+        _update_canonical(h, (tuple(value.args), dict(value.kwds)))
     else:
         try:  # pandas and other array-likes: their values
             array = np.asarray(value)
         except Exception:
             array = None
-        if array is not None and array.dtype != object:
+        if array is not None and (array.dtype != object or array.ndim > 0):
+            # object columns (strings) item by item: pandas elides their repr
             put("array-like", _class_name(value))
             _update_canonical(h, array)
         else:

@@ -223,6 +223,36 @@ def test_parameters_are_hashed_canonically():
     ) != _fit_digest(PrivateSearchCV(MinMaxScaler(), param_grid=grid), [X])
 
 
+def test_object_array_likes_and_distributions_are_hashed_by_value():
+    # Finding 4 for what is not an ndarray: pandas elides the repr of a long
+    # object Series or Index (declared groups, classes), so two candidates
+    # differing in its middle drew the same noise; and a frozen scipy
+    # distribution (param_distributions) hashed by its repr, its address, so
+    # a seeded search was not reproducible.
+    pd = pytest.importorskip("pandas")
+    from scipy.stats import loguniform
+
+    X = np.zeros((4, 2))
+    names = [f"g{i}" for i in range(2000)]
+    other = list(names)
+    other[1000] = "changed"
+
+    def digest(value):
+        return _fit_digest(StandardScaler(bounds=value), [X])
+
+    for container in (pd.Series, pd.Index):
+        assert digest(container(names)) != digest(container(other))
+        assert digest(container(names)) == digest(container(list(names)))
+
+    def search(distribution):
+        estimator = StandardScaler(bounds=(0.0, 1.0))
+        grid = {"with_std": [True, False], "with_mean": distribution}
+        return _fit_digest(PrivateSearchCV(estimator, param_distributions=grid), [X])
+
+    assert search(loguniform(1e-3, 1.0)) == search(loguniform(1e-3, 1.0))
+    assert search(loguniform(1e-3, 1.0)) != search(loguniform(1e-2, 1.0))
+
+
 def test_integers_that_float64_merges_give_other_digests():
     # Labels and group identifiers are read exactly (classes_, groups), not as
     # float64: 2**53 and 2**53 + 1 are two groups. Hashed as float64 they were
