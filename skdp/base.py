@@ -499,7 +499,10 @@ def _update_data(h, value):
         return
     if (type(value).__module__ or "").split(".")[0] in ("dask", "dask_expr"):
         # a dask collection is never computed here (that would gather its
-        # rows on the driver): its deterministic graph token stands in
+        # rows on the driver): its deterministic graph token stands in. The
+        # token is the collection's name, so two collections with one name
+        # (from_array(name=...), a store whose content changed) collide: the
+        # threat model tells dask users to fit with None or an accountant.
         from dask.base import tokenize
 
         h.update(b"dask" + tokenize(value).encode())
