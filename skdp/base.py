@@ -507,6 +507,13 @@ def _update_data(h, value):
 
         h.update(b"dask" + tokenize(value).encode())
         return
+    if hasattr(value, "iloc") and getattr(value, "ndim", 1) == 2:
+        # a frame of integer and float columns becomes float64 as a whole:
+        # its integer columns' values beyond 2**53 enter exactly first
+        for j, column_dtype in enumerate(value.dtypes):
+            if isinstance(column_dtype, np.dtype) and column_dtype.kind in "iu":
+                column = np.asarray(value.iloc[:, j])
+                _update_inexact_integers(h, column, label=f"column{j}")
     try:
         array = np.asarray(value)
     except Exception:
@@ -532,7 +539,7 @@ def _update_data(h, value):
         _update_inexact_integers(h, exact[rows, columns])
 
 
-def _update_inexact_integers(h, values):
+def _update_inexact_integers(h, values, label=""):
     """Feed ``h`` the integers among ``values`` that float64 cannot hold exactly.
 
     Beyond 2**53, float64 merges neighbouring integers (2**53 and 2**53 + 1),
@@ -552,7 +559,7 @@ def _update_inexact_integers(h, values):
         beyond |= exact < -limit
     inexact = np.flatnonzero(beyond)
     if inexact.size:
-        h.update(f"exact-{values.dtype.kind}{inexact.size}".encode())
+        h.update(f"exact{label}-{values.dtype.kind}{inexact.size}".encode())
         h.update(_raw(np.ascontiguousarray(inexact.astype(np.int64))))
         h.update(_raw(np.ascontiguousarray(exact[inexact])))
 

@@ -268,11 +268,23 @@ def test_integers_that_float64_merges_give_other_digests():
         assert _fit_digest(estimator, [X, y, a]) != _fit_digest(estimator, [X, y, b])
         sparse = [_fit_digest(estimator, [sp.csr_array(v[:, None])]) for v in (a, b)]
         assert sparse[0] != sparse[1]
+    # ... also in a frame whose float column makes the whole frame float64
+    pd = pytest.importorskip("pandas")
+    frames = [pd.DataFrame({"id": v, "x": np.zeros(6)}) for v in (ids, merged)]
+    assert _fit_digest(estimator, [X, y, frames[0]]) != _fit_digest(
+        estimator, [X, y, frames[1]]
+    )
     # integers that float64 holds exactly keep one digest with their floats
     small = np.arange(12).reshape(4, 3)
     digests = {
         _fit_digest(estimator, [value])
-        for value in (small, small.astype(float), sp.csr_array(small))
+        for value in (
+            small,
+            small.astype(float),
+            sp.csr_array(small),
+            pd.DataFrame(small),
+            pd.DataFrame(small).astype({0: float}),
+        )
     }
     assert len(digests) == 1
 
