@@ -7,7 +7,7 @@ import numpy as np
 from sklearn.exceptions import NotFittedError
 
 from .exceptions import PrivacyLeakWarning
-from .pipeline import _diagnose, _shared_seed_steps
+from .pipeline import _diagnose, _shared_ledger_seed_steps, _shared_seed_steps
 from .privacy import ComposedDpEvent, NoOpDpEvent, certify_epsilon
 from .utils._pipeline_walk import iter_leaf_steps
 
@@ -37,7 +37,8 @@ def spent(estimator, *, delta=None):
       same ``Generator`` object) without an accountant draw different noise,
       so the total holds, but one seed replays all of them: a
       :class:`~skdp.PrivacyLeakWarning` names them (their parameters are
-      public).
+      public). Steps that share a seed on *separate* accountants are named
+      too: at the same position of their ledgers they draw the same noise.
 
     Parameters
     ----------
@@ -61,7 +62,8 @@ def spent(estimator, *, delta=None):
     Warns
     -----
     PrivacyLeakWarning
-        If skdp steps share a ``random_state`` without an accountant.
+        If skdp steps share a ``random_state`` without an accountant, or
+        on separate accountants.
 
     References
     ----------
@@ -91,6 +93,17 @@ def spent(estimator, *, delta=None):
             f"Steps {names} share a random_state and have no accountant: their "
             "noise streams differ, but one seed replays all of them. Use "
             "random_state=None, or one shared PrivacyAccountant.",
+            PrivacyLeakWarning,
+            stacklevel=2,
+        )
+    shared = _shared_ledger_seed_steps(estimator, fitted=True)
+    if shared:
+        names = ", ".join(repr(path or type(step).__name__) for path, step, _ in shared)
+        warnings.warn(
+            f"Steps {names} share a random_state on separate accountants: fits "
+            "at the same position of their ledgers drew the same noise, and the "
+            "total below assumes independent noise. Use random_state=None, or "
+            "one shared PrivacyAccountant.",
             PrivacyLeakWarning,
             stacklevel=2,
         )

@@ -439,12 +439,18 @@ def _update_canonical(h, value):
         put("sparse", f"{value.shape}")
         for part in (value.data, value.indices, value.indptr):
             _update_canonical(h, part)
+    elif all(hasattr(value, name) for name in ("dist", "args", "kwds")):
+        # a frozen scipy distribution (PrivateSearchCV's param_distributions):
+        # its repr is its address, which changes from run to run
+        put("distribution", _class_name(value.dist))
+        _update_canonical(h, (tuple(value.args), dict(value.kwds)))
     else:
         try:  # pandas and other array-likes: their values
             array = np.asarray(value)
         except Exception:
             array = None
-        if array is not None and array.dtype != object:
+        if array is not None and (array.dtype != object or array.ndim > 0):
+            # object columns (strings) item by item: pandas elides their repr
             put("array-like", _class_name(value))
             _update_canonical(h, array)
         else:
@@ -471,22 +477,43 @@ def _update_data(h, value):
     different one.
     """
     if sp.issparse(value):
-        matrix = sp.csr_array(value, dtype=_hash_dtype(value.dtype))
-        matrix.sum_duplicates()
-        matrix.eliminate_zeros()
-        matrix.sort_indices()
-        h.update(f"matrix{matrix.shape}".encode())
-        for start, stop in _row_blocks(matrix.shape[0]):
-            block = matrix[start:stop]
-            _update_block(h, block.data, block.indices, np.diff(block.indptr))
+        kind = value.dtype.kind
+        # integers stay exact until hashed (beyond 2**53 float64 merges them)
+        exact = sp.csr_array(
+            value, dtype=value.dtype if kind in "iu" else _hash_dtype(value.dtype)
+        )
+        exact.sum_duplicates()
+        exact.eliminate_zeros()
+        exact.sort_indices()
+        h.update(f"matrix{exact.shape}".encode())
+        for start, stop in _row_blocks(exact.shape[0]):
+            block = exact[start:stop]
+            values = block.data
+            _update_block(
+                h,
+                values.astype(_hash_dtype(values.dtype)),
+                block.indices,
+                np.diff(block.indptr),
+            )
+            _update_inexact_integers(h, values)
         return
     if (type(value).__module__ or "").split(".")[0] in ("dask", "dask_expr"):
         # a dask collection is never computed here (that would gather its
-        # rows on the driver): its deterministic graph token stands in
+        # rows on the driver): its deterministic graph token stands in. The
+        # token is the collection's name, so two collections with one name
+        # (from_array(name=...), a store whose content changed) collide: the
+        # threat model tells dask users to fit with None or an accountant.
         from dask.base import tokenize
 
         h.update(b"dask" + tokenize(value).encode())
         return
+    if hasattr(value, "iloc") and getattr(value, "ndim", 1) == 2:
+        # a frame of integer and float columns becomes float64 as a whole:
+        # its integer columns' values beyond 2**53 enter exactly first
+        for j, column_dtype in enumerate(value.dtypes):
+            if isinstance(column_dtype, np.dtype) and column_dtype.kind in "iu":
+                column = np.asarray(value.iloc[:, j])
+                _update_inexact_integers(h, column, label=f"column{j}")
     try:
         array = np.asarray(value)
     except Exception:
@@ -502,12 +529,39 @@ def _update_data(h, value):
         h.update(repr(array.tolist()).encode())
         return
     for start, stop in _row_blocks(array.shape[0]):
-        block = np.asarray(array[start:stop], dtype=dtype)
-        nonzero = block != 0
+        exact = np.asarray(array[start:stop])
+        block = exact.astype(dtype)
+        nonzero = exact != 0
         rows, columns = np.nonzero(nonzero)
         _update_block(
             h, block[rows, columns], columns, np.count_nonzero(nonzero, axis=1)
         )
+        _update_inexact_integers(h, exact[rows, columns])
+
+
+def _update_inexact_integers(h, values, label=""):
+    """Feed ``h`` the integers among ``values`` that float64 cannot hold exactly.
+
+    Beyond 2**53, float64 merges neighbouring integers (2**53 and 2**53 + 1),
+    and a fit need not read them as floats: labels, group identifiers and
+    categories are compared exactly. Such values enter by position and exact
+    value, so two inputs that differ only there get different digests, while
+    integers that float64 holds exactly add nothing (an integer ``X`` and its
+    float copy keep one digest).
+    """
+    if values.dtype.kind not in "iu":
+        return
+    kind = np.int64 if values.dtype.kind == "i" else np.uint64
+    exact = values.astype(kind)
+    limit = kind(2**53)
+    beyond = exact > limit
+    if kind is np.int64:
+        beyond |= exact < -limit
+    inexact = np.flatnonzero(beyond)
+    if inexact.size:
+        h.update(f"exact{label}-{values.dtype.kind}{inexact.size}".encode())
+        h.update(_raw(np.ascontiguousarray(inexact.astype(np.int64))))
+        h.update(_raw(np.ascontiguousarray(exact[inexact])))
 
 
 def _row_blocks(n_rows):

@@ -256,6 +256,68 @@ def _shared_seed_steps(estimator, *, fitted=False):
     return flagged
 
 
+def _stream_seed_key(random_state):
+    """What makes two seeded fits on separate ledgers draw one stream.
+
+    A fit with an accountant draws from ``SeedSequence(entropy,
+    spawn_key=(position,))``: the entropy is the integer itself, or 128 bits
+    drawn from the ``Generator`` or ``RandomState``, so equal integers, or
+    generators in one state (one object, or copies that ``clone`` made),
+    give the same stream at the same position of their ledgers.
+    """
+    if random_state is None:
+        return None
+    if isinstance(random_state, Integral):
+        return ("int", int(random_state))
+    if isinstance(random_state, np.random.Generator):
+        return ("state", repr(random_state.bit_generator.state))
+    if isinstance(random_state, np.random.RandomState):
+        return ("state", repr(random_state.get_state(legacy=False)))
+    return ("object", id(random_state))
+
+
+def _shared_ledger_seed_steps(estimator, *, fitted=False):
+    """The skdp steps that share a seed with a step on another accountant.
+
+    Each fit on a ledger mixes its position into the seed
+    (:meth:`~skdp.privacy.PrivacyAccountant.claim_stream`), so steps on one
+    shared accountant draw independent noise. Steps on *separate*
+    accountants with one seed (the same integer, or generators in the same
+    state) draw the same noise whenever their ledgers are at the same
+    position, two fresh ledgers for example: the difference of their
+    releases is then noise-free. Reads only the parameters (public).
+
+    Parameters
+    ----------
+    estimator : estimator
+        A pipeline, a column transformer, a feature union or a single step.
+    fitted : bool, default=False
+        Walk a fitted ``ColumnTransformer``'s fitted transformers.
+
+    Returns
+    -------
+    list of (path, step, other_paths)
+    """
+    groups = {}
+    for path, step in iter_leaf_steps(estimator, fitted=fitted):
+        try:
+            params = step.get_params(deep=False)
+        except (AttributeError, TypeError):
+            continue
+        if not hasattr(step, "epsilon") or params.get("accountant") is None:
+            continue
+        key = _stream_seed_key(params.get("random_state"))
+        if key is not None:
+            groups.setdefault(key, []).append((path, step, params["accountant"]))
+    flagged = []
+    for members in groups.values():
+        for path, step, accountant in members:
+            others = [p for p, _, a in members if a is not accountant]
+            if others:
+                flagged.append((path, step, others))
+    return flagged
+
+
 def check_pipeline(estimator):
     """List the steps of a pipeline that learn from the private data without privacy.
 
@@ -290,7 +352,10 @@ def check_pipeline(estimator):
     accountant are listed too: their noise streams differ (each is derived
     from the seed, the step's class, its parameters and its data), but one
     seed stands for all of them, so whoever learns it replays every step's
-    noise (see the threat model).
+    noise (see the threat model). So are steps that share a seed (the same
+    integer, or generators in one state) with a step on *another*
+    accountant: a ledger stream is the seed and the fit's position on its
+    ledger, so two fresh ledgers give both steps the same noise.
 
     Call it before fitting: it reads only the pipeline's parameters.
 
@@ -338,6 +403,13 @@ def check_pipeline(estimator):
         reason = (
             f"shares its random_state with {', '.join(map(repr, others))} and "
             "has no accountant: one seed replays the noise of every step"
+        )
+        leaks.append(LeakingStep(path, step, reason, _SHARED_SEED_REPLACEMENT))
+    for path, step, others in _shared_ledger_seed_steps(estimator):
+        reason = (
+            f"shares its random_state with {', '.join(map(repr, others))} on "
+            "another accountant: fits at the same position of their ledgers "
+            "draw the same noise"
         )
         leaks.append(LeakingStep(path, step, reason, _SHARED_SEED_REPLACEMENT))
     return leaks

@@ -19,6 +19,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from _toy_estimators import PrivateMean
 from sklearn.base import clone
 from sklearn.pipeline import make_pipeline
@@ -222,6 +223,72 @@ def test_parameters_are_hashed_canonically():
     ) != _fit_digest(PrivateSearchCV(MinMaxScaler(), param_grid=grid), [X])
 
 
+def test_object_array_likes_and_distributions_are_hashed_by_value():
+    # Finding 4 for what is not an ndarray: pandas elides the repr of a long
+    # object Series or Index (declared groups, classes), so two candidates
+    # differing in its middle drew the same noise; and a frozen scipy
+    # distribution (param_distributions) hashed by its repr, its address, so
+    # a seeded search was not reproducible.
+    pd = pytest.importorskip("pandas")
+    from scipy.stats import loguniform
+
+    X = np.zeros((4, 2))
+    names = [f"g{i}" for i in range(2000)]
+    other = list(names)
+    other[1000] = "changed"
+
+    def digest(value):
+        return _fit_digest(StandardScaler(bounds=value), [X])
+
+    for container in (pd.Series, pd.Index):
+        assert digest(container(names)) != digest(container(other))
+        assert digest(container(names)) == digest(container(list(names)))
+
+    def search(distribution):
+        estimator = StandardScaler(bounds=(0.0, 1.0))
+        grid = {"with_std": [True, False], "with_mean": distribution}
+        return _fit_digest(PrivateSearchCV(estimator, param_distributions=grid), [X])
+
+    assert search(loguniform(1e-3, 1.0)) == search(loguniform(1e-3, 1.0))
+    assert search(loguniform(1e-3, 1.0)) != search(loguniform(1e-2, 1.0))
+
+
+def test_integers_that_float64_merges_give_other_digests():
+    # Labels and group identifiers are read exactly (classes_, groups), not as
+    # float64: 2**53 and 2**53 + 1 are two groups. Hashed as float64 they were
+    # one value, so two fits whose groups differ drew the same noise, and the
+    # difference of their releases was noise-free.
+    X = np.zeros((6, 2))
+    y = np.array([0, 1] * 3)
+    ids = np.array([2**53, 2**53 + 1] * 3, dtype=np.int64)
+    merged = np.full(6, 2**53, dtype=np.int64)
+    estimator = StandardScaler(random_state=0)
+    for kind in (np.int64, np.uint64):
+        a, b = ids.astype(kind), merged.astype(kind)
+        assert _fit_digest(estimator, [X, y, a]) != _fit_digest(estimator, [X, y, b])
+        sparse = [_fit_digest(estimator, [sp.csr_array(v[:, None])]) for v in (a, b)]
+        assert sparse[0] != sparse[1]
+    # ... also in a frame whose float column makes the whole frame float64
+    pd = pytest.importorskip("pandas")
+    frames = [pd.DataFrame({"id": v, "x": np.zeros(6)}) for v in (ids, merged)]
+    assert _fit_digest(estimator, [X, y, frames[0]]) != _fit_digest(
+        estimator, [X, y, frames[1]]
+    )
+    # integers that float64 holds exactly keep one digest with their floats
+    small = np.arange(12).reshape(4, 3)
+    digests = {
+        _fit_digest(estimator, [value])
+        for value in (
+            small,
+            small.astype(float),
+            sp.csr_array(small),
+            pd.DataFrame(small),
+            pd.DataFrame(small).astype({0: float}),
+        )
+    }
+    assert len(digests) == 1
+
+
 # -- check_pipeline and spent flag shared seeds ---------------------------------------
 
 
@@ -247,6 +314,47 @@ def test_check_pipeline_and_spent_flag_steps_that_share_a_seed():
         warnings.simplefilter("error", PrivacyLeakWarning)
         assert spent(_pipeline(7, 8).fit(X)) == shared  # the budget itself holds
         spent(_pipeline(7, 7, accountant=acc).fit(X))
+
+
+def test_steps_sharing_a_seed_on_separate_accountants_are_flagged(standard_draws):
+    # A ledger stream is (seed, position on the ledger): two steps on two
+    # fresh accountants with one seed draw the same normals on different data
+    # (finding 2's leak, through ledgers), so check_pipeline and spent say so.
+    X = _data()
+
+    def pipeline(imputer_seed, scaler_seed):
+        return make_pipeline(
+            SimpleImputer(
+                strategy="mean",
+                bounds=BOUNDS,
+                random_state=imputer_seed,
+                accountant=PrivacyAccountant(epsilon=5.0, delta=1e-5),
+            ),
+            StandardScaler(
+                bounds=BOUNDS,
+                random_state=scaler_seed,
+                accountant=PrivacyAccountant(epsilon=5.0, delta=1e-5),
+            ),
+        )
+
+    fitted = pipeline(7, 7).fit(X)
+    imputer, scaler = standard_draws
+    k = min(imputer.size, scaler.size)
+    np.testing.assert_allclose(imputer.ravel()[:k], scaler.ravel()[:k], atol=1e-9)
+    leaks = check_pipeline(pipeline(7, 7))
+    assert [leak.path for leak in leaks] == ["simpleimputer", "standardscaler"]
+    assert "another accountant" in leaks[0].reason
+    with pytest.warns(PrivacyLeakWarning, match="separate accountants"):
+        spent(fitted)
+    # copies of one Generator (what clone makes) are one seed too
+    generator = np.random.default_rng(0)
+    assert len(check_pipeline(pipeline(generator, copy.deepcopy(generator)))) == 2
+    # not flagged: other seeds, OS entropy
+    assert check_pipeline(pipeline(7, 8)) == []
+    assert check_pipeline(pipeline(None, None)) == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        spent(pipeline(7, 8).fit(X))
 
 
 # -- PrivateSearchCV: repeated trials of one candidate ---------------------------------
