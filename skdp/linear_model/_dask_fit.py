@@ -132,6 +132,7 @@ def fit_heavy_tailed_on_dask(est, X, y):
     X, y = validate_dask_rows(est, X, y, labels=True)
     est.classes_ = check_declared_classes(est.classes)
     est._softmax = False
+    est.logit_calibration_ = None
     if est.classes_.size > 2:
         return _fit_multinomial(est, X, y)
     positive = est.classes_[1]

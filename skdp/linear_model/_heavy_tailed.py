@@ -37,6 +37,7 @@ from ..solvers.heavy_tailed.bounds import (
     QuantileTarget,
     scales_needed,
 )
+from ..solvers.calibration import calibration_event, private_logit_calibration
 from ..solvers.heavy_tailed.gd import practical_step_size
 from ..solvers.heavy_tailed.intercept import (
     intercept_shift,
@@ -204,6 +205,10 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
 
     def _intercept_share(self, n, loss):
         """Share of ``mu**2`` for the intercept correction (0: none)."""
+        return 0.0
+
+    def _calibration_share(self, n_targets):
+        """Share of ``mu**2`` for the private logit calibration (0: none)."""
         return 0.0
 
     def _rule_step(self, loss, clip_fraction, n):
@@ -417,7 +422,8 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         Xp = self._prepare_X(X)
         share = _CENTER_SHARE if self.center else 0.0
         ishare = self._intercept_share(n, loss)
-        mu = self._budget(len(targets), 1.0 - share - ishare)
+        cshare = self._calibration_share(len(targets))
+        mu = self._budget(len(targets), 1.0 - share - ishare - cshare)
         d = Xp.shape[1] + int(self.fit_intercept)
         plans = [self._make_plan(n, d, mu, loss) for _ in targets]
         if any(getattr(p, "default_scales", False) for p in plans):
@@ -427,6 +433,10 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         if ishare:
             iplan = make_intercept_plan(self._budget(len(targets), ishare))
             events += [iplan.event for _ in targets]
+        z_calibration = None
+        if cshare:
+            z_calibration = Budget(self._budget(1, cshare)).noise_multiplier()
+            events.append(calibration_event(z_calibration))
         if self.center:
             z_center = Budget(self._budget(1, share)).noise_multiplier()
             events.insert(0, GaussianDpEvent(z_center))
@@ -447,6 +457,15 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 _correct_intercept(Xp, t, res, iplan, rng)
                 for res, t in zip(results, targets)
             ]
+        if z_calibration is not None:
+            (res,) = results
+            scale, shift = private_logit_calibration(
+                Xp, targets[0], res.weights, res.intercept, z_calibration, rng=rng
+            )
+            self.logit_calibration_ = (scale, shift)
+            coef = scale * res.coef
+            coef[-1] += shift
+            results = [dataclasses.replace(res, coef=coef)]
         self._record_privacy(event)
         return results
 
@@ -1048,6 +1067,18 @@ class HeavyTailedLogisticRegression(
         ``1 / n_classes`` of the budget (with ``known_lipschitz`` the feature
         scale and truncation level are released once for all classes);
         every solver.
+    calibration_share : float, default=0.1
+        Share of the budget (of ``mu**2``) spent, in a two-class fit with an
+        intercept, on a private Platt scaling of the fitted logits
+        (:mod:`skdp.solvers.calibration`): one noisy histogram of the
+        training logits by label, on which ``sigmoid(a z + b)`` is refitted
+        with ``0 <= a <= 4``. It undoes the over-confidence that gradient
+        noise gives the coefficients and the pull of clipping toward the
+        majority class, and falls back toward the base rate (``a = 0``)
+        when the coefficients are mostly noise; the model is kept
+        (``a = 1, b = 0``) unless the histogram shows a gain above its own
+        noise. ``0`` disables it. No effect with more than two classes,
+        with ``fit_intercept=False`` or at ``epsilon=inf``.
     %(common)s
     Attributes
     ----------
@@ -1066,6 +1097,10 @@ class HeavyTailedLogisticRegression(
         by all classes), else ``None``.
     feature_scale_ : float or list of float
         Private feature scale ``s`` (1 when not released).
+    logit_calibration_ : tuple (scale, shift) or None
+        The private Platt scaling applied to the fitted logits
+        (``calibration_share``; ``(1.0, 0.0)``: kept as fitted), ``None``
+        when none was released.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
 
@@ -1096,6 +1131,7 @@ class HeavyTailedLogisticRegression(
         **_HeavyTailedGLM._parameter_constraints,
         "classes": ["array-like", None],
         "multi_class": [StrOptions({"multinomial", "ovr"})],
+        "calibration_share": [Interval(Real, 0, 1, closed="left")],
         "max_iter": [
             Interval(Integral, 1, None, closed="left"),
             StrOptions({"auto"}),
@@ -1121,6 +1157,7 @@ class HeavyTailedLogisticRegression(
         step_size=None,
         n_splits=3,
         estimation_share=0.1,
+        calibration_share=0.1,
         bound_share="deprecated",
         accountant=None,
         random_state=None,
@@ -1128,6 +1165,7 @@ class HeavyTailedLogisticRegression(
     ):
         self.classes = classes
         self.multi_class = multi_class
+        self.calibration_share = calibration_share
         self.solver = solver
         self.epsilon = epsilon
         self.delta = delta
@@ -1160,6 +1198,13 @@ class HeavyTailedLogisticRegression(
         if self.max_iter == "auto":
             return _DEFAULT_STEPS, DEFAULT_TARGET
         return super()._known_lipschitz_rule(n)
+
+    def _calibration_share(self, n_targets):
+        """``calibration_share`` for a two-class fit with an intercept and
+        noise (without noise the fit is at its optimum, already calibrated)."""
+        if n_targets != 1 or not self.fit_intercept or math.isinf(self.epsilon):
+            return 0.0
+        return float(self.calibration_share)
 
     def _resolve_classes(self, y):
         if self.classes is None:
@@ -1210,6 +1255,7 @@ class HeavyTailedLogisticRegression(
         self._check_sparse(X)
         self.classes_ = self._resolve_classes(y)
         self._softmax = False
+        self.logit_calibration_ = None
         if self.classes_.size > 2 and self.multi_class == "multinomial":
             if self.solver != "known_lipschitz":
                 # the class set is public (declared, or already read from y)
