@@ -31,13 +31,13 @@ from ..solvers._distributed import (
     map_rows,
     record_norms,
 )
+from ..solvers.calibration import calibration_event, private_logit_calibration
 from ..solvers.heavy_tailed.bounds import (
     DEFAULT_TARGET,
     SMALL_N_MARGIN,
     QuantileTarget,
     scales_needed,
 )
-from ..solvers.calibration import calibration_event, private_logit_calibration
 from ..solvers.heavy_tailed.gd import practical_step_size
 from ..solvers.heavy_tailed.intercept import (
     intercept_shift,
