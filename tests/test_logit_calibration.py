@@ -87,27 +87,25 @@ def test_cell_counts_have_replace_one_l2_sensitivity_sqrt2():
     assert base.sum() == 300 and base.size == 2 * (len(LOGIT_EDGES) + 1)
 
 
-def test_coupled_release_differs_only_by_the_count_difference():
-    """Same generator on neighbouring data: the noise is identical, the
-    released counts differ by the exact count difference (the mechanism adds
-    data-independent noise)."""
-    X, y = _logistic_data(1_000, np.array([1.0]), 0.0, 4)
-    X2, y2 = X.copy(), y.copy()
-    X2[0], y2[0] = [50.0], 1 - y[0]
-    from skdp.privacy import gaussian_mechanism
+def test_release_noise_matches_its_event(monkeypatch):
+    """The histogram is drawn with standard deviation z sqrt(2) (sensitivity
+    sqrt(2) times the multiplier of the event the fit composes), and the fit's
+    spent epsilon is that of the composed plan including it."""
+    import skdp.solvers.calibration as calibration
 
-    releases = []
-    for rows, labels in ((X, y), (X2, y2)):
-        counts = logit_cell_counts(rows, labels, np.array([1.0]), 0.0)
-        releases.append(
-            gaussian_mechanism(
-                counts, math.sqrt(2.0), 3.0, rng=np.random.default_rng(9)
-            )
-        )
-    exact = logit_cell_counts(X2, y2, np.array([1.0]), 0.0) - logit_cell_counts(
-        X, y, np.array([1.0]), 0.0
-    )
-    np.testing.assert_allclose(releases[1] - releases[0], exact, atol=1e-9)
+    drawn = []
+    original = calibration.gaussian_mechanism
+
+    def spy(value, sensitivity, noise_multiplier, *, rng):
+        drawn.append((sensitivity, noise_multiplier))
+        return original(value, sensitivity, noise_multiplier, rng=rng)
+
+    monkeypatch.setattr(calibration, "gaussian_mechanism", spy)
+    X, y = _logistic_data(2_000, np.array([1.0, 0.0]), -2.0, 8)
+    rng = np.random.default_rng(0)
+    private_logit_calibration(X, y, np.array([1.0, 0.0]), -2.0, 3.0, rng=rng)
+    assert drawn == [(math.sqrt(2.0), 3.0)]
+    assert gdp_mu_of(calibration_event(3.0)) == pytest.approx(1 / 3.0)
 
 
 def test_event_is_one_gaussian_histogram():
@@ -139,8 +137,46 @@ def test_no_effect_without_noise_or_with_more_classes():
     np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
     assert fits[1].logit_calibration_ is None
     y3 = np.digitize(X[:, 0], [-0.5, 0.5])
-    clf = HeavyTailedLogisticRegression(classes=[0, 1, 2], random_state=0).fit(X, y3)
+    for params in ({}, {"multi_class": "ovr", "solver": "onepass"}):
+        clf = HeavyTailedLogisticRegression(
+            classes=[0, 1, 2], random_state=0, **params
+        ).fit(X, y3)
+        assert clf.logit_calibration_ is None
+    clf = HeavyTailedLogisticRegression(
+        classes=[0, 1], fit_intercept=False, random_state=0
+    ).fit(X, y)
     assert clf.logit_calibration_ is None
+
+
+def test_calibration_applies_to_the_raw_rows_with_centring_and_sparse_input():
+    """The scale and shift act on the logits of the rows as predicted: with
+    center=True the uncentred coefficients carry them, and sparse input gives
+    the dense result."""
+    import scipy.sparse as sparse
+
+    X, y = _logistic_data(4_000, np.array([2.0, -1.0, 0.0]), -2.5, 9)
+    X = X + 3.0  # an offset that centring removes
+    kw = dict(classes=[0, 1], epsilon=0.5, random_state=0, feature_norm=10.0)
+    clf = HeavyTailedLogisticRegression(center=True, **kw).fit(X, y)
+    scale, shift = clf.logit_calibration_
+    assert 0.0 <= scale <= 4.0
+    assert np.isfinite(clf.decision_function(X)).all()
+    p = clf.predict_proba(X)[:, 1]
+    assert abs(p.mean() - y.mean()) < 0.05  # calibrated in the large
+    dense = HeavyTailedLogisticRegression(**kw).fit(X, y)
+    sparse_fit = HeavyTailedLogisticRegression(**kw).fit(sparse.csr_matrix(X), y)
+    assert dense.logit_calibration_ == pytest.approx(sparse_fit.logit_calibration_)
+    np.testing.assert_allclose(dense.coef_, sparse_fit.coef_, rtol=1e-9, atol=1e-12)
+
+
+def test_a_share_that_leaves_nothing_for_the_fit_is_refused_before_spending():
+    X, y = _logistic_data(500, np.array([1.0]), 0.0, 10)
+    clf = HeavyTailedLogisticRegression(
+        classes=[0, 1], center=True, feature_norm=5.0, calibration_share=0.96
+    )
+    with pytest.raises(ValueError, match="calibration_share=0.96 leaves nothing"):
+        clf.fit(X, y)
+    assert not hasattr(clf, "privacy_spent_")
 
 
 def test_calibration_beats_the_base_rate_on_rare_positives():

@@ -313,7 +313,13 @@ def test_digits_fit_at_tiny_epsilon_is_never_wrecked_by_an_astray_truncation(see
             epsilon=0.25, classes=range(10), random_state=seed
         ).fit(Xtr, ytr)
     assert 4.8 < clf.truncation_threshold_ < 100.0  # keeps every row, not absurd
-    assert 0.3 < np.ravel(clf.feature_scale_)[0] < 1.5  # about 0.68
+    import skdp.solvers.heavy_tailed.multinomial as mn
+
+    # about 0.68; a scale release may still go a few times low at this epsilon
+    # (seed 14 since the streams of c581fc4: 0.25, held up by the floor
+    # T / (F sqrt(d)), F = SCALE_FLOOR_FACTOR at this n and noise)
+    floor = clf.truncation_threshold_ / (mn.SCALE_FLOOR_FACTOR * np.sqrt(Xtr.shape[1]))
+    assert floor * (1 - 1e-12) <= np.ravel(clf.feature_scale_)[0] < 1.5
     assert clf.score(Xte, yte) > 0.3
 
 

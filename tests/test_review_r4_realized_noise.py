@@ -11,6 +11,7 @@ import pytest
 
 import skdp.linear_model._heavy_tailed as ht
 import skdp.privacy._norm_bound as bounds  # draws the bounds' counts
+import skdp.solvers.calibration as calibration
 import skdp.solvers.heavy_tailed.gd as gd
 import skdp.solvers.heavy_tailed.intercept as intercept
 import skdp.solvers.heavy_tailed.multinomial as multinomial
@@ -37,12 +38,23 @@ def draws(monkeypatch):
         return out
 
     monkeypatch.setattr(ht, "intercept_shift", shift)
+    orig_mechanism = calibration.gaussian_mechanism
+
+    def mechanism(value, sensitivity, noise_multiplier, *, rng):
+        # the logit histogram: the standard deviation actually drawn
+        log.append(("calibration", float(sensitivity), noise_multiplier * sensitivity))
+        return orig_mechanism(value, sensitivity, noise_multiplier, rng=rng)
+
+    monkeypatch.setattr(calibration, "gaussian_mechanism", mechanism)
     return log, clips
 
 
 def _realized_mu(est, log, clips):
-    # counts: sensitivity 1; gradient sums: 2 C; intercept sum: 2 R
-    total = sum(1.0 / s**2 for m, s in log if m == "_norm_bound")
+    # counts: sensitivity 1; gradient sums: 2 C; intercept sum: 2 R;
+    # the calibration's logit histogram: sqrt(2)
+    total = sum(1.0 / e[1] ** 2 for e in log if e[0] == "_norm_bound")
+    total += sum((e[1] / e[2]) ** 2 for e in log if e[0] == "calibration")
+    log = [e for e in log if e[0] != "calibration"]
     grads = [s for m, s in log if m in ("gd", "multinomial")]
     levels = np.ravel(est.clip_thresholds_)
     assert len(grads) == levels.size
@@ -78,6 +90,8 @@ def test_drawn_noise_composes_to_the_budget(draws, kind, n, d, eps, intercept_ru
             y = np.digitize(X[:, 0], [-20, 0, 20])
             est = HeavyTailedLogisticRegression(**kw).fit(X, y)
     assert len(clips) == intercept_runs
+    calibrations = sum(e[0] == "calibration" for e in log)
+    assert calibrations == (kind == "binary")
     mu = Budget.from_target(eps, 1e-5, margin=False).mu
     assert _realized_mu(est, log, clips) == pytest.approx(mu, rel=1e-8)
     assert _realized_mu(est, log, clips) <= mu

@@ -423,6 +423,12 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
         share = _CENTER_SHARE if self.center else 0.0
         ishare = self._intercept_share(n, loss)
         cshare = self._calibration_share(len(targets))
+        if not share + ishare + cshare < 1.0:  # public parameters only
+            raise ValueError(
+                f"calibration_share={cshare:g} leaves nothing for the fit: with "
+                f"{share + ishare:g} of the budget on centring and the intercept, "
+                f"it must be below {1.0 - share - ishare:g}."
+            )
         mu = self._budget(len(targets), 1.0 - share - ishare - cshare)
         d = Xp.shape[1] + int(self.fit_intercept)
         plans = [self._make_plan(n, d, mu, loss) for _ in targets]
@@ -1077,8 +1083,13 @@ class HeavyTailedLogisticRegression(
         majority class, and falls back toward the base rate (``a = 0``)
         when the coefficients are mostly noise; the model is kept
         (``a = 1, b = 0``) unless the histogram shows a gain above its own
-        noise. ``0`` disables it. No effect with more than two classes,
-        with ``fit_intercept=False`` or at ``epsilon=inf``.
+        noise. ``0`` disables it. Nothing is spent on it (and no
+        ``logit_calibration_`` is released) with more than two classes, with
+        ``fit_intercept=False`` or at ``epsilon=inf``; like every parameter,
+        it still enters the seeded stream of a fit with an integer
+        ``random_state``. Chosen on the development half of the benchmark
+        suite (``python -m benchmarks.run --tasks binary --views
+        standardised raw``).
     %(common)s
     Attributes
     ----------

@@ -13,7 +13,8 @@ was, and is kept unless the noisy histogram shows a gain above its own noise.
 
 With no noise (``epsilon=inf``) nothing is released and the model is left
 as it is: a logistic fit with an intercept at its optimum is already
-calibrated in this sense (the first-order conditions of ``a`` and ``b``).
+calibrated in this sense (the first-order conditions of ``a`` and ``b``);
+``epsilon=inf`` must reach that optimum, which the suite runner checks.
 """
 
 import math
@@ -122,8 +123,9 @@ def calibrate_from_counts(counts, noise_std, edges=LOGIT_EDGES):
     row count ``m_k = h0_k + h1_k`` and positives ``h1_k``. Bins with ``m_k``
     above ``KEEP_Z`` times its noise standard deviation enter the binned
     log-loss ``sum_k m_k softplus(s_k) - h1_k s_k``, ``s_k = a c_k + b``
-    (linear in ``h1_k``, so its noise adds no bias), with ``h1_k`` clipped to
-    ``[0, m_k]`` and ``0 <= a <= MAX_LOGIT_SCALE``. The fit replaces
+    (linear in ``h1_k``, so its noise enters linearly), with ``h1_k`` clipped to
+    ``[0, m_k]`` and ``0 <= a <= MAX_LOGIT_SCALE`` (that clip and the
+    ``KEEP_Z`` filter bias the fit a little toward bins with many rows). The fit replaces
     ``(1, 0)`` only if it lowers that loss by more than ``ACCEPT_Z`` standard
     deviations of the noise of the difference.
 
@@ -196,7 +198,9 @@ def private_logit_calibration(X, y, coef, intercept, noise_multiplier, *, rng):
     Gaussian noise: replacing one record moves one count down and one up, so
     the replace-one L2 sensitivity is ``sqrt(2)`` (:func:`calibration_event`).
     The logits are those of the released ``coef`` and ``intercept`` on the
-    rows as the model saw them (a per-record map). The rest
+    rows after the fit's public per-record map (the feature-norm clip and
+    the released centre; rows that Algorithm 4 truncated for the gradient
+    steps are counted with their logits like the others). The rest
     (:func:`calibrate_from_counts`) is post-processing.
 
     Parameters
