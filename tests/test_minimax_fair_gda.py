@@ -198,8 +198,11 @@ def test_public_priors_plan_is_exactly_gdp():
     ).fit(X, y, sensitive_features=g)
     eps, delta = clf.privacy_spent_
     z, T = clf.constants_["noise_multiplier"], clf.n_iter_
-    mu = math.sqrt(T) / z
-    # The certified epsilon is the GDP curve's at mu = sqrt(T) / z ...
+    z_c = clf._plan(600, 3, 3, 2, 1e-5, False).calibration_noise_multiplier
+    mu = math.sqrt(T / z**2 + 1 / z_c**2)
+    # the logit calibration's histogram takes calibration_share of mu^2
+    assert 1 / z_c**2 == pytest.approx(0.1 * mu**2, rel=1e-3)
+    # The certified epsilon is the GDP curve's at mu = sqrt(T / z^2 + 1 / z_c^2) ...
     assert _gdp_delta(mu, eps) == pytest.approx(1e-5, rel=1e-3)
     # ... and the calibration spends the budget without exceeding it.
     assert 0.999 <= eps <= 1.0
@@ -219,13 +222,16 @@ def test_estimated_priors_compose_with_the_steps_in_gdp():
     ).fit(X, y, sensitive_features=g)
     _, plan = acc.ledger[0]
     mu = _gdp_mu_of(plan)
-    # Histogram z_h and T steps of z: mu^2 = 1/z_h^2 + T/z^2.
+    # Group histogram z_h, logit calibration histogram z_c and T steps of z:
+    # mu^2 = 1/z_h^2 + 1/z_c^2 + T/z^2.
     z, T = clf.constants_["noise_multiplier"], clf.n_iter_
     hist = [e for e in plan.events[0].events if isinstance(e, GaussianDpEvent)]
-    assert len(hist) == 1
-    assert mu**2 == pytest.approx(1 / hist[0].noise_multiplier ** 2 + T / z**2)
-    # The histogram gets estimation_share of mu^2.
-    assert 1 / hist[0].noise_multiplier ** 2 == pytest.approx(0.1 * mu**2, rel=1e-3)
+    assert len(hist) == 2
+    z_h, z_c = (e.noise_multiplier for e in hist)
+    assert mu**2 == pytest.approx(1 / z_h**2 + 1 / z_c**2 + T / z**2)
+    # Each histogram gets its share of mu^2 (estimation_share, calibration_share).
+    assert 1 / z_h**2 == pytest.approx(0.1 * mu**2, rel=1e-3)
+    assert 1 / z_c**2 == pytest.approx(0.1 * mu**2, rel=1e-3)
     eps = clf.privacy_spent_[0]
     assert eps == pytest.approx(certify_epsilon(plan, 1e-5))
     assert _gdp_delta(mu, eps) == pytest.approx(1e-5, rel=1e-3)

@@ -94,6 +94,7 @@ def test_the_released_bound_spends_exactly_what_was_charged(
         delta=delta,
         classes=list(range(K)),
         estimation_share=share,
+        calibration_share=0.0,  # the bound and the steps only
         max_iter=20,
         accountant=acc,
         random_state=0,

@@ -228,4 +228,5 @@ def fit_minimax_on_dask(est, X, y, sensitive_features=None):
     result = run_minimax(Xa, y_code, codes, priors, bound, plan, rng)
     est._record_privacy(plan.event)
     est._set_fitted(result, plan, labels, classes, priors, feature_norm, None)
+    est._calibrate(Xa, y_code, result.coef, plan, rng)
     return est
