@@ -206,7 +206,11 @@ class MinimaxFairClassifier(
         method as :class:`~skdp.HeavyTailedLogisticRegression`'s. Nothing is
         spent (and ``logit_calibration_`` is ``None``) with more than two
         classes, with ``fit_intercept=False`` or at ``epsilon=np.inf``
-        (there the fit is at its optimum). ``0`` turns it off.
+        (there the fit is at its optimum). ``0`` turns it off; like every
+        parameter, it still enters the seeded stream of a fit with an integer
+        ``random_state``. Chosen on the development half of the benchmark
+        suite (``python -m benchmarks.run --tasks binary``; a refit of the
+        group-weighted objective on one histogram per group was worse).
     verbose : int, default=0
         Print the fit's phases (records, plan, solver stages, privacy spent)
         when positive; ``2`` also prints the privacy plan. Only public
