@@ -432,9 +432,14 @@ def test_multinomial_clip_scale_rule_is_public_continuous_and_free():
     )
     free = plan_module.plan_minimax(np.inf, 1e-6, 300, 10, 1, 5, **kw)
     assert free.gda.clip_factor == pytest.approx(math.sqrt(2.0))
-    for n in (300, 10**6):  # the binary schedule is unchanged
+    for n in (300, 10**6):  # the binary loss keeps its own rule (noise ratio, K = 1)
         binary = plan_module.plan_minimax(1.0, 1e-6, n, 10, 1, 2, **kw)
-        assert binary.gda.clip_factor == 1.0
+        r = plan_module.multinomial_noise_ratio(binary.noise_multiplier, n, 11, 1)
+        rule = 1.0 - (1.0 - plan_module._GDA_BINARY_CLIP_FACTOR) * (
+            plan_module._noise_share(r)
+        )
+        assert binary.gda.clip_factor == pytest.approx(rule)
+    assert binary.gda.clip_factor == 1.0  # n = 1e6: the clip never binds
     # through the estimator: the clip actually used
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 4))
@@ -720,7 +725,10 @@ def test_default_norm_clip_rule_is_public_and_changes_no_event(monkeypatch):
     large = plan_module.plan_minimax(1.0, 1e-6, 10**5, 4, 1, 3)
     assert large.default_feature_norm is None and large.gda.clip_factor == 0.7
     binary = plan_module.plan_minimax(1.0, 1e-6, 112, 4, 1, 2)
-    assert binary.default_feature_norm == 2.0 and binary.gda.clip_factor == 1.0
+    # the default-norm scale is multinomial only: the binary clip is its
+    # noisy rule (0.3 row bounds where the noise dominates, as here)
+    assert binary.default_feature_norm == 2.0
+    assert binary.gda.clip_factor == pytest.approx(0.3)
     given = plan_module.plan_minimax(1.0, 1e-6, 112, 4, 1, 3, estimate_norm=False)
     assert given.gda.clip_factor == 0.7
     free = plan_module.plan_minimax(np.inf, 1e-6, 112, 4, 1, 3)
