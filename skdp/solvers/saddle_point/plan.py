@@ -348,8 +348,9 @@ class GDASchedule:
         Schedule multiplier of the primal step.
     clip_factor : float
         Per-record gradient clip in units of the row bound (binary loss: 0.3
-        when noisy, rising to 1, where it never binds, as ``z -> 0``; the
-        multinomial gradient's norm is at most ``sqrt(2)`` row bounds).
+        where the noise ratio ``z sqrt(p) / n`` is at least 0.3, rising to 1,
+        where it never binds, as that ratio falls to 0.05 and as ``z -> 0``;
+        the multinomial gradient's norm is at most ``sqrt(2)`` row bounds).
     dual_step, dual_warmup, average_from, primal_average_from : float
         Dual step, warm-up fraction and averaging windows
         (``primal_average_from`` may be ``None``: the same as
