@@ -53,7 +53,7 @@ def dp_gd(X, y, clip, epsilon, scale, rng, steps=100):
     for _ in range(steps):
         g = np.clip(Xa @ w - y, -bound, bound) @ Xa  # per-sample norms <= clip
         # sum of clipped gradients: replace-one sensitivity 2 * clip
-        noisy = g + gaussian_noise(rng, 2 * clip * z, Xa.shape[1])
+        noisy = g + gaussian_noise(rng, 2 * clip * z, Xa.shape[1], sensitivity=2 * clip)
         w -= 0.5 / scale**2 * noisy / len(y)
     return w[:-1], w[-1] * scale
 

@@ -26,11 +26,11 @@ def spent(estimator, *, delta=None):
     - Steps that spent from a shared :class:`PrivacyAccountant` count through
       its ledger: everything on it (all steps, and every fold of a
       ``cross_val_score`` that used it), once.
-    - Other skdp steps count through their plan ``privacy_plan_`` (skdp's
-      preprocessing steps). An skdp estimator without a stored plan counts
-      by its ``privacy_spent_`` under basic composition (epsilons and deltas
-      add up), a valid but looser bound: give every step the same
-      accountant to get the exact total.
+    - Other skdp steps count through their privacy ledger
+      ``privacy_ledger_``: the events of the noise they drew, composed
+      exactly with the other steps'. A step without a ledger counts by its
+      plan ``privacy_plan_``, or else by its ``privacy_spent_`` under basic
+      composition (epsilons and deltas add up), a valid but looser bound.
     - A step that learns from the data without privacy (see
       :func:`skdp.check_pipeline`) makes the total ``epsilon`` infinite.
     - skdp steps that share a ``random_state`` (the same integer, or the
@@ -120,6 +120,10 @@ def spent(estimator, *, delta=None):
         if acc is not None:
             if not any(acc is a for a in accountants):
                 accountants.append(acc)
+        elif hasattr(step, "privacy_ledger_"):
+            # Exact: the events of the step's own draws (its privacy ledger).
+            events.append(step.privacy_ledger_.event())
+            delta_events += float(step.privacy_spent_[1])
         elif hasattr(step, "privacy_plan_"):
             events.append(step.privacy_plan_)
             delta_events += float(step.privacy_spent_[1])

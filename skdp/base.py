@@ -22,7 +22,12 @@ import scipy.sparse as sp
 from scipy.special import expit, logsumexp
 from sklearn.utils._param_validation import Interval
 
-from .privacy import BudgetExceededError, PrivacyAccountant, certify_epsilon
+from .privacy import (
+    BudgetExceededError,
+    PrivacyAccountant,
+    certify_epsilon,
+    recording,
+)
 from .solvers._distributed import (
     is_dask_collection,
     lazy_rows,
@@ -343,7 +348,11 @@ def _silent_floating_point(method):
                 self.__dict__[_FIT_DIGEST] = _fit_digest(self, list(bound.values())[1:])
             self._skdp_in_fit = True
             try:
-                return method(self, *args, **kwargs)
+                with recording() as ledger:
+                    out = method(self, *args, **kwargs)
+                # Every draw of the fit, written where it was drawn (public).
+                self.privacy_ledger_ = ledger
+                return out
             finally:
                 # Nothing of the call stays on the object (see _FIT_DIGEST).
                 self.__dict__.pop("_skdp_in_fit", None)

@@ -1,5 +1,6 @@
 """BilevelRidge and its ridge-specific inner solvers."""
 
+import functools
 import math
 
 import numpy as np
@@ -11,17 +12,21 @@ from skdp.privacy import GaussianDpEvent, certify_epsilon
 from skdp.solvers.bilevel.plan import gdp_budget
 from skdp.solvers.bilevel.ridge.output import (
     output_sensitivities,
-    perturbed_ridge,
     ridge_ball_radius,
     shrink_noisy,
 )
+from skdp.solvers.bilevel.ridge.output import perturbed_ridge as _perturbed_ridge
 from skdp.solvers.bilevel.ridge.signal import signal_test
 from skdp.solvers.bilevel.ridge.stats import (
     exact_statistics,
     gram_sensitivity,
     moment_sensitivity,
-    release_shared_gram,
-    release_statistics,
+)
+from skdp.solvers.bilevel.ridge.stats import (
+    release_shared_gram as _release_shared_gram,
+)
+from skdp.solvers.bilevel.ridge.stats import (
+    release_statistics as _release_statistics,
 )
 from skdp.solvers.bilevel.ridge.tuning import (
     MAX_GRAM_NOISE_RATIO,
@@ -38,6 +43,14 @@ from skdp.solvers.bilevel.ridge.validation import (
     validation_loss,
 )
 from skdp.utils import clip_rows
+
+# These tests check the releases' noise, not the ledger: the sensitivities
+# the privacy ledger records are given once here.
+release_statistics = functools.partial(_release_statistics, sensitivities=(1.0, 1.0))
+release_shared_gram = functools.partial(
+    _release_shared_gram, sensitivities=(1.0, 1.0)
+)
+perturbed_ridge = functools.partial(_perturbed_ridge, sensitivity=1.0)
 
 # The sufficient-statistics inner solver (the default is "gd").
 SS = "sufficient_statistics"
@@ -929,6 +942,7 @@ def test_one_given_end_of_the_range_with_private_bounds():
 def test_centering_release_sensitivity_coupled():
     """Private training means of the iterative solvers: (sum x, sum y) of
     normalized rows moves by at most 2 sqrt(2), attained by opposite records."""
+    from skdp.privacy import parallel_scope
     from skdp.solvers.bilevel.ridge.tuning import _centering
 
     rng = np.random.default_rng(8)
@@ -941,7 +955,7 @@ def test_centering_release_sensitivity_coupled():
     s = BilevelRidgeSettings(inner_solver="output_perturbation")
     plan = plan_bilevel_ridge(s, 20, 10, 3, math.inf)  # no noise: pre-noise sums
     (m1, b1), (m2, b2) = (
-        _centering(Xp, yp, plan, np.random.default_rng(0))
+        _centering(Xp, yp, plan, np.random.default_rng(0), parallel_scope(2))
         for Xp, yp in ((X, y), (X2, y2))
     )
     shift = 20 * math.hypot(np.linalg.norm(m1 - m2), b1 - b2)

@@ -98,9 +98,9 @@ def test_clip_and_noise_change_only_at_the_planned_checkpoints(monkeypatch):
         log["clip"].append(float(C))
         return summed(X, y, w, inv_norms, C, loss)
 
-    def noisy(rng, std, size=None):
+    def noisy(rng, std, size=None, **ledger):
         log["std"].append(float(std))
-        return noise(rng, std, size)
+        return noise(rng, std, size, **ledger)
 
     def search(*args, **kwargs):
         searches.append(1)

@@ -122,9 +122,9 @@ class _NoiseRecorder:
             monkeypatch.setattr(mod, "gaussian_noise", self._wrap(real))
 
     def _wrap(self, real):
-        def noise(rng, std, size=None):
+        def noise(rng, std, size=None, **ledger):
             self.calls.append((float(std), size))
-            return real(rng, std, size)
+            return real(rng, std, size, **ledger)
 
         return noise
 

@@ -202,7 +202,7 @@ def test_g_independent_of_x_is_dp_gd_on_f():
     path = [x]
     for _ in range(steps):
         g = clip_rows(x - a, clip_out).mean(axis=0)
-        x = x - eta * (g + gaussian_noise(replay, noise.outer_std, d))
+        x = x - eta * (g + gaussian_noise(replay, noise.outer_std, d, sensitivity=1.0))
         path.append(x)
     np.testing.assert_allclose(res.x_path, np.array(path), atol=1e-12)
     steps_taken = np.linalg.norm(np.diff(res.x_path, axis=0), axis=1)
@@ -392,6 +392,7 @@ def test_localized_gd_converges_and_radii_shrink():
         noise_std=0.0,
         strong_convexity=2.0,
         rng=np.random.default_rng(0),
+        sensitivity=1.0,
         smoothness=2.0,
     )
     np.testing.assert_allclose(y, target, atol=1e-3)

@@ -187,9 +187,9 @@ class _NoiseRecorder:
             monkeypatch.setattr(mod, "gaussian_noise", self._wrap(real))
 
     def _wrap(self, real):
-        def noise(rng, std, size=None):
+        def noise(rng, std, size=None, **ledger):
             self.calls.append((float(std), size))
-            return real(rng, std, size)
+            return real(rng, std, size, **ledger)
 
         return noise
 
@@ -392,7 +392,7 @@ def test_small_n_scale_counts_coupled_on_neighbours(monkeypatch):
     # the bound is attained.
     released = []
 
-    def noise(rng, std, size=None):
+    def noise(rng, std, size=None, **ledger):
         e = float(rng.normal(0.0, std))
         released.append(e)
         return e

@@ -158,9 +158,9 @@ def test_solver_draws_the_feature_scale_it_planned(monkeypatch):
     calls = []
     real = bounds.gaussian_noise
 
-    def record(rng, std, size=None):
+    def record(rng, std, size=None, **ledger):
         calls.append((float(std), size))
-        return real(rng, std, size)
+        return real(rng, std, size, **ledger)
 
     monkeypatch.setattr(bounds, "gaussian_noise", record)
     X, y = _linear(3000, 2)

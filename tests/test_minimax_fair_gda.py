@@ -527,8 +527,8 @@ def test_restarted_run_reads_the_data_only_through_its_releases(monkeypatch):
         last["stat"] = original_sum(*args, **kwargs)
         return last["stat"]
 
-    def record(rng, std, size):
-        noise = original_noise(rng, std, size)
+    def record(rng, std, size, **ledger):
+        noise = original_noise(rng, std, size, **ledger)
         released.append(last["stat"] + noise)
         return noise
 
@@ -539,7 +539,7 @@ def test_restarted_run_reads_the_data_only_through_its_releases(monkeypatch):
     assert not np.array_equal(first.coef, _gda_run(**dict(kw, restart=False)).coef)
     released_first = list(released)
 
-    def replay(rng, std, size):  # the first run's release, whatever the data
+    def replay(rng, std, size, **ledger):  # the first run's release, whatever the data
         t = last["t"] = last.get("t", -1) + 1
         return released_first[t] - last["stat"]
 

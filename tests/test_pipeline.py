@@ -287,16 +287,20 @@ def test_spent_is_infinite_with_a_leaking_step_and_needs_a_fit():
         spent(_private_pipeline())
 
 
-def test_spent_falls_back_to_basic_composition_for_estimators_without_plan():
+def test_spent_composes_the_steps_ledgers_exactly():
+    """Steps without a shared accountant count by their privacy ledgers: the
+    exact composition of their draws, tighter than adding epsilons."""
+    from skdp.privacy import ComposedDpEvent, certify_epsilon
+
     X, y, _ = _frame(n=2000)
     pipe = _private_pipeline().fit(X, y)
     scaler = pipe[0].named_transformers_["num"]
     model = pipe[-1]
     eps, delta = spent(pipe)
     assert delta == pytest.approx(scaler.privacy_spent_[1] + model.privacy_spent_[1])
-    assert eps == pytest.approx(
-        scaler.privacy_spent_[0] + model.privacy_spent_[0], rel=1e-6
-    )
+    events = [scaler.privacy_ledger_.event(), model.privacy_ledger_.event()]
+    assert eps == pytest.approx(certify_epsilon(ComposedDpEvent(events), delta))
+    assert eps < scaler.privacy_spent_[0] + model.privacy_spent_[0]
 
 
 # --- routing ------------------------------------------------------------------------
@@ -522,17 +526,18 @@ def test_check_pipeline_flags_declared_splines_that_raise_beyond_the_knots():
     assert check_pipeline(make_pipeline(SplineTransformer(knots=knots))) == []
 
 
-def test_spent_below_the_basic_steps_delta_certifies_nothing():
-    # A model without a stored plan counts by basic composition of its
-    # (epsilon, delta): at a smaller delta spent() reported the same epsilon,
-    # a guarantee nobody certified (review 16).
+def test_spent_of_a_model_is_certified_at_any_delta():
+    # A model counts by its privacy ledger, so spent() certifies it at any
+    # delta; basic composition of (epsilon, delta) would certify nothing
+    # below the model's own delta (review 16).
     X, y, _ = _frame(n=600)
     model = HeavyTailedLogisticRegression(classes=[0, 1], random_state=0)
     model.fit(X[NUMERIC].to_numpy() / 100.0, y)
     eps, delta = model.privacy_spent_
-    assert spent(model) == pytest.approx((eps, delta))
-    assert spent(model, delta=2 * delta) == pytest.approx((eps, 2 * delta))
-    assert spent(model, delta=delta / 1000) == (math.inf, delta / 1000)
+    assert spent(model) == pytest.approx((eps, delta), rel=1e-6)
+    looser, _ = spent(model, delta=2 * delta)
+    stricter, _ = spent(model, delta=delta / 1000)
+    assert looser < eps < stricter < math.inf
 
 
 def test_check_pipeline_random_features_by_what_they_read():

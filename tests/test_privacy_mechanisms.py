@@ -115,8 +115,8 @@ def test_scaled_noise_hook_is_scoped():
 
     rng = np.random.default_rng(0)
     with _scaled_noise(0.0):
-        assert np.all(gaussian_noise(rng, 1.0, 5) == 0)
-    assert np.std(gaussian_noise(rng, 1.0, 10_000)) == pytest.approx(1.0, rel=0.05)
+        assert np.all(gaussian_noise(rng, 1.0, 5, sensitivity=1.0) == 0)
+    assert np.std(gaussian_noise(rng, 1.0, 10_000, sensitivity=1.0)) == pytest.approx(1.0, rel=0.05)
 
 
 def test_private_norm_bound_is_the_heavy_tailed_scale_quantile():
@@ -194,8 +194,8 @@ def test_private_norm_bound_counts_coupled_on_neighbours():
             mids.append(mid)
             return int(np.count_nonzero(logv <= mid))
 
-        def record(r, std, size=None, noise=noise):
-            noise.append(real(r, std))
+        def record(r, std, size=None, noise=noise, **ledger):
+            noise.append(real(r, std, **ledger))
             return noise[-1]
 
         with pytest.MonkeyPatch.context() as mp:

@@ -38,9 +38,9 @@ def test_noise_capped_clip_noise_follows_the_capped_level(monkeypatch):
             calls["clip"].append(float(clip))
         return summed(X, labels, W, norms, clip)
 
-    def noisy(rng, std, size=None):
+    def noisy(rng, std, size=None, **ledger):
         calls["std"].append(float(std))
-        return noise(rng, std, size)
+        return noise(rng, std, size, **ledger)
 
     monkeypatch.setattr(mn, "noise_capped_clip", cap)
     monkeypatch.setattr(mn, "clipped_multinomial_gradient_sum", clipped)

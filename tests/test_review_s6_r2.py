@@ -165,9 +165,9 @@ def test_auto_steps_are_the_draws_and_the_event(monkeypatch, n, steps):
     draws = []
     real = mn.gaussian_noise
 
-    def recorded(rng, std, size=None):
+    def recorded(rng, std, size=None, **ledger):
         draws.append(size)
-        return real(rng, std, size)
+        return real(rng, std, size, **ledger)
 
     monkeypatch.setattr(mn, "gaussian_noise", recorded)
     Spy = _spy(HeavyTailedLogisticRegression)

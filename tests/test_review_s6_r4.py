@@ -40,9 +40,9 @@ def _record(monkeypatch, module, sum_name):
             log["clip"].append(float(C))
         return clipped_sum(*args, **kwargs)
 
-    def noisy(rng, std, size=None):
+    def noisy(rng, std, size=None, **ledger):
         log["std"].append(float(std))
-        return noise(rng, std, size)
+        return noise(rng, std, size, **ledger)
 
     monkeypatch.setattr(module, sum_name, summed)
     monkeypatch.setattr(module, "gaussian_noise", noisy)
@@ -102,9 +102,9 @@ def test_default_norm_clip_scale_noise_follows_the_clip_used(monkeypatch):
         log["sens"].append((float(clip), out))
         return out
 
-    def noisy(rng, std, size=None):
+    def noisy(rng, std, size=None, **ledger):
         log["std"].append(float(std))
-        return noise(rng, std, size)
+        return noise(rng, std, size, **ledger)
 
     monkeypatch.setattr(gda, "stacked_statistic_multinomial", stat)
     monkeypatch.setattr(gda, "stacked_sensitivity", sens)

@@ -86,8 +86,8 @@ def test_step_growth_reads_only_releases(monkeypatch, search):
             cur["j"] += 1
             return releases["q"][cur["j"] - 1]
 
-        def noise(r, std, size=None):
-            e = real_noise(r, std, size)
+        def noise(r, std, size=None, **ledger):
+            e = real_noise(r, std, size, **ledger)
             if releases is None:
                 rec["sums"].append(cur["pre"] + e)
                 return e

@@ -437,9 +437,9 @@ def test_nispp_relaxes_an_uncertifiable_target_with_matching_noise(monkeypatch):
         targets.append(nu)
         return solve(operator, indices, normalizer, center, lam, domain, nu, **kw)
 
-    def spy_noise(rng, sigma, size):
+    def spy_noise(rng, sigma, size, **ledger):
         sigmas.append(sigma)
-        return noise(rng, sigma, size)
+        return noise(rng, sigma, size, **ledger)
 
     monkeypatch.setattr(mod, "solve_prox_subproblem", spy_solve)
     monkeypatch.setattr(mod, "gaussian_noise", spy_noise)

@@ -207,7 +207,13 @@ def fit_minimax_on_dask(est, X, y, sensitive_features=None):
         import dask.array as da
 
         counts = da.bincount(codes, minlength=m).compute().astype(float)
-        counts = counts + gaussian_noise(rng, z_hist * math.sqrt(2.0), counts.shape)
+        counts = counts + gaussian_noise(
+            rng,
+            z_hist * math.sqrt(2.0),
+            counts.shape,
+            sensitivity=math.sqrt(2.0),
+            label="histogram",
+        )
         priors = np.maximum(counts, 0.0) / n
     elif priors is None:
         priors = np.ones(1)

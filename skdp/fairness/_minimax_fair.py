@@ -265,6 +265,10 @@ class MinimaxFairClassifier(
     delta_ : float
     privacy_spent_ : tuple of (float, float)
         Certified ``(epsilon, delta)`` of the fit.
+    privacy_ledger_ : PrivacyLedger
+        Every noise draw of the fit, with its sensitivity and scale;
+        ``skdp.privacy.verify(privacy_ledger_, delta_)`` recomputes
+        ``privacy_spent_`` from it alone.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Defined when ``X`` has string column names.

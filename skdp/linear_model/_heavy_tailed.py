@@ -838,6 +838,10 @@ class HeavyTailedLinearRegression(RegressorMixin, _HeavyTailedGLM):
     intercept_ : float
     privacy_spent_ : tuple (epsilon, delta)
         Certified privacy of the fit, at most the request.
+    privacy_ledger_ : PrivacyLedger
+        Every noise draw of the fit, with its sensitivity and scale;
+        ``skdp.privacy.verify(privacy_ledger_, delta_)`` recomputes
+        ``privacy_spent_`` from it alone.
     delta_ : float
         The ``delta`` used.
     n_iter_ : int
@@ -1097,6 +1101,10 @@ class HeavyTailedLogisticRegression(
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
     privacy_spent_ : tuple (epsilon, delta)
+    privacy_ledger_ : PrivacyLedger
+        Every noise draw of the fit, with its sensitivity and scale;
+        ``skdp.privacy.verify(privacy_ledger_, delta_)`` recomputes
+        ``privacy_spent_`` from it alone.
     delta_ : float
     n_iter_ : int
     clip_thresholds_ : ndarray or list of ndarray (one per class for ``"ovr"``)

@@ -100,7 +100,9 @@ def noisy_validation_loss(model, X, y, loss_bound, noise_multiplier, rng):
     with np.errstate(all="ignore"):
         value = float(np.mean(losses))
     std = noise_multiplier * loss_bound / n
-    return value + float(gaussian_noise(rng, std)) if std > 0 else value
+    return value + float(
+        gaussian_noise(rng, std, sensitivity=loss_bound / n, label="validation loss")
+    )
 
 
 def score_event(noise_multiplier):

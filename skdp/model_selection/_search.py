@@ -2,6 +2,7 @@
 
 import contextlib
 import io
+import itertools
 import math
 import warnings
 from copy import deepcopy
@@ -22,6 +23,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 
 from ..base import PrivateEstimatorMixin
+from ..privacy import parallel_scope, selection_scope
 from ..utils._validation import unechoed
 from ._plan import RecordingAccountant, plan_search, probe_plan
 from ._scoring import noisy_validation_loss
@@ -162,6 +164,10 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         The plan charged to the ledger.
     privacy_spent_ : tuple of float
         Certified ``(epsilon, delta_)``.
+    privacy_ledger_ : PrivacyLedger
+        Every noise draw of the fit, with its sensitivity and scale;
+        ``skdp.privacy.verify(privacy_ledger_, delta_)`` recomputes
+        ``privacy_spent_`` from it alone.
     delta_ : float
         Resolved delta.
     n_features_in_ : int
@@ -369,7 +375,31 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         self._spend(plan.event)
         _reemit(caught)
 
+        # The privacy ledger sees the trials as the plan does: each run a
+        # trial of the selection, its fit (training part) and its score
+        # (validation part) on disjoint rows.
+        selection = selection_scope(
+            float(self.mean_trials), float(self.trials_shape), self.delta_
+        )
+        runs = itertools.count()
+
         def run_trial(c, rng):
+            with selection.part(next(runs)):
+                trial = parallel_scope(2)
+                with trial.part(0):
+                    model = fit_trial(c, rng)
+                with trial.part(1):
+                    loss = noisy_validation_loss(
+                        model,
+                        X_val,
+                        y_val,
+                        loss_bound,
+                        plan.score_noise_multiplier,
+                        rng,
+                    )
+            return loss, model
+
+        def fit_trial(c, rng):
             ledger = RecordingAccountant()
             model = clone(self.estimator).set_params(
                 **candidates[c],
@@ -388,10 +418,7 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             # SeedSequence carries the search's root entropy, from which every
             # noise draw of the search can be replayed and subtracted.
             model.set_params(accountant=None, random_state=None)
-            loss = noisy_validation_loss(
-                model, X_val, y_val, loss_bound, plan.score_noise_multiplier, rng
-            )
-            return loss, model
+            return model
 
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             # A warning or a progress line (the searched estimator's own

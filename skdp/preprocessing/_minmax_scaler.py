@@ -84,6 +84,10 @@ class MinMaxScaler(
     delta_ : float
     privacy_plan_ : DpEvent
     privacy_spent_ : tuple (epsilon, delta)
+    privacy_ledger_ : PrivacyLedger
+        Every noise draw of the fit, with its sensitivity and scale;
+        ``skdp.privacy.verify(privacy_ledger_, delta_)`` recomputes
+        ``privacy_spent_`` from it alone.
 
     See Also
     --------

@@ -84,6 +84,10 @@ class OneHotEncoder(PrivateTransformerMixin, TransformerMixin, BaseEstimator):
         ``handle_unknown="error"``).
     privacy_spent_ : tuple (epsilon, delta)
         ``(0.0, 0.0)`` (``epsilon=inf`` with ``handle_unknown="error"``).
+    privacy_ledger_ : PrivacyLedger
+        Every noise draw of the fit, with its sensitivity and scale;
+        ``skdp.privacy.verify(privacy_ledger_, delta_)`` recomputes
+        ``privacy_spent_`` from it alone.
 
     See Also
     --------

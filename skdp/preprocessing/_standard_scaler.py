@@ -127,6 +127,10 @@ class StandardScaler(
         What the fit released.
     privacy_spent_ : tuple (epsilon, delta)
         Certified guarantee of the fit.
+    privacy_ledger_ : PrivacyLedger
+        Every noise draw of the fit, with its sensitivity and scale;
+        ``skdp.privacy.verify(privacy_ledger_, delta_)`` recomputes
+        ``privacy_spent_`` from it alone.
 
     See Also
     --------

@@ -62,6 +62,15 @@ from ._events import (
     SelfComposedDpEvent,
     gaussian_steps,
 )
+from ._ledger import (
+    LedgerEntry,
+    PrivacyLedger,
+    parallel_scope,
+    record_failure,
+    recording,
+    selection_scope,
+    verify,
+)
 from ._mechanisms import (
     gaussian_mechanism,
     gaussian_noise,
@@ -127,4 +136,11 @@ __all__ = [
     "split_epsilon",
     "gdp_budget",
     "split_gdp",
+    "LedgerEntry",
+    "PrivacyLedger",
+    "parallel_scope",
+    "record_failure",
+    "recording",
+    "selection_scope",
+    "verify",
 ]

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..utils._validation import clip_rows
 from ._events import GaussianDpEvent, PureDpEvent
+from ._ledger import LedgerEntry, record, record_draw
 
 __all__ = [
     "gaussian_noise",
@@ -56,8 +57,22 @@ def noise_scale():
     return _NOISE_SCALE.get()
 
 
-def gaussian_noise(rng, std, size=None):
+def gaussian_noise(
+    rng,
+    std,
+    size=None,
+    *,
+    sensitivity,
+    repetitions=1,
+    sampling=(),
+    correlation=0.0,
+    label="",
+):
     """Draw ``N(0, std**2)`` noise of the given size from ``rng``.
+
+    The draw is written to every open privacy ledger (see
+    :func:`skdp.privacy.recording`) from the scale actually used and the
+    caller's ``sensitivity``.
 
     Parameters
     ----------
@@ -68,6 +83,27 @@ def gaussian_noise(rng, std, size=None):
         (the non-private ``epsilon=inf`` path).
     size : int or tuple, optional
         Shape of the draw.
+    sensitivity : float or PartSensitivities
+        Replace-one L2 sensitivity of the noised statistic (of one of the
+        ``repetitions`` releases), which the caller enforces by clipping; or,
+        for a release that reads several parts of a parallel scope, one per
+        part (:meth:`parallel_scope(...).sensitivities
+        <skdp.privacy.parallel_scope>`).
+    repetitions : int, default=1
+        Number of releases the draw holds (for example ``k`` steps drawn as
+        one array of ``k`` rows), each of ``size / repetitions`` coordinates.
+    sampling : tuple, default=()
+        ``("poisson", q)`` or ``("without_replacement", n, m)`` when the
+        statistic is computed on a sampled batch (the ledger's event then
+        amplifies by sampling).
+    correlation : float, default=0.0
+        ``rho`` of a draw that is one of a jointly Gaussian pair with
+        correlation ``rho`` on two disjoint parts (the second built as
+        ``rho * first + sqrt(1 - rho**2) * fresh``, both drawn here). For a
+        record of one part the pair is a Gaussian mechanism of scale
+        ``std * sqrt(1 - rho**2)``, which the ledger records.
+    label : str, default=""
+        What is released, for reading the ledger.
 
     Returns
     -------
@@ -82,10 +118,22 @@ def gaussian_noise(rng, std, size=None):
     Examples
     --------
     >>> import numpy as np
-    >>> gaussian_noise(np.random.default_rng(0), 0.0, 3)
+    >>> gaussian_noise(np.random.default_rng(0), 0.0, 3, sensitivity=1.0)
     array([0., 0., 0.])
     """
     std = float(std) * _NOISE_SCALE.get()
+    count = 1 if size is None else int(np.prod(size))
+    record_draw(
+        LedgerEntry(
+            "gaussian",
+            scale=std * math.sqrt(1.0 - float(correlation) ** 2),
+            size=count // max(int(repetitions), 1),
+            repetitions=int(repetitions),
+            sampling=tuple(sampling),
+            label=label,
+        ),
+        sensitivity,
+    )
     if std == 0.0:
         return 0.0 if size is None else np.zeros(size)
     return rng.normal(0.0, std, size=size)
@@ -123,7 +171,13 @@ def gaussian_mechanism(value, sensitivity, noise_multiplier, *, rng):
     array([0., 0.])
     """
     value = np.asarray(value, dtype=float)
-    noise = gaussian_noise(rng, noise_multiplier * sensitivity, value.shape or None)
+    noise = gaussian_noise(
+        rng,
+        noise_multiplier * sensitivity,
+        value.shape or None,
+        sensitivity=sensitivity,
+        label="gaussian_mechanism",
+    )
     out = value + noise
     return float(out) if out.ndim == 0 else out
 
@@ -249,6 +303,7 @@ def private_quantile(
     _check_quantile(quantile)
     x = np.asarray(values, dtype=float).ravel()
     if x.size and math.isinf(eps):
+        record(LedgerEntry("exponential", sensitivity=1.0, scale=0.0, label="exact quantile"))
         exact = np.quantile(np.clip(x, lo, hi), quantile, method="inverted_cdf")
         return float(exact)
     counts = _edge_counts(x, edges, lo, hi, log_scale)
@@ -304,6 +359,16 @@ def quantile_from_counts(
     counts = np.asarray(counts)
     _, _, edges = _quantile_edges(bounds, log_scale, counts.size - 1)
     _check_quantile(quantile)
+    # The utility (minus a rank distance, sensitivity 1) is weighted by
+    # eps / 2: the Gumbel noise has scale 2 / eps in utility units.
+    record(
+        LedgerEntry(
+            "exponential",
+            sensitivity=1.0,
+            scale=0.0 if math.isinf(eps) else 2.0 / eps,
+            label=f"{quantile:g}-quantile",
+        )
+    )
     if n == 0:
         out = rng.uniform(edges[0], edges[-1])
         return float(math.exp(out) if log_scale else out)
@@ -518,7 +583,13 @@ def noisy_histogram(labels, categories, noise_multiplier, *, rng):
         raise ValueError(f"Label {bad!r} is not among the declared categories.")
     codes = order[pos]
     counts = np.bincount(codes, minlength=len(categories)).astype(float)
-    return counts + gaussian_noise(rng, noise_multiplier * math.sqrt(2.0), counts.shape)
+    return counts + gaussian_noise(
+        rng,
+        noise_multiplier * math.sqrt(2.0),
+        counts.shape,
+        sensitivity=math.sqrt(2.0),
+        label="histogram",
+    )
 
 
 def noisy_histogram_event(noise_multiplier):

@@ -125,7 +125,9 @@ def bisect_noisy_counts(count_le, n, quantile, z, rng, bounds, steps):
     lo, hi = (float(b) for b in bounds)
     for _ in range(int(steps)):
         mid = 0.5 * (lo + hi)
-        count = count_le(mid) + gaussian_noise(rng, z)
+        count = count_le(mid) + gaussian_noise(
+            rng, z, sensitivity=1.0, label="bisection count"
+        )
         if count >= target:
             hi = mid
         else:

@@ -29,6 +29,7 @@ when every per-record term is bounded by ``M``. In skdp's convention the
 noise multiplier is ``z = sigma / sensitivity``.
 """
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -41,6 +42,7 @@ from ..privacy import (
     PoissonSampledDpEvent,
     SampledWithoutReplacementDpEvent,
     SelfComposedDpEvent,
+    parallel_scope,
 )
 
 __all__ = [
@@ -145,6 +147,27 @@ class BatchSchedule:
         return (
             step if self.n_releases == 1 else SelfComposedDpEvent(step, self.n_releases)
         )
+
+    @property
+    def ledger_sampling(self):
+        """The ``sampling=`` of a release's draw in the privacy ledger."""
+        if self.sampling == "poisson":
+            return ("poisson", self.sampling_probability)
+        if self.sampling == "without_replacement":
+            return ("without_replacement", self.n_samples, self.batch_size)
+        return ()
+
+    def ledger_scope(self):
+        """The parallel scope of disjoint batches (``None`` for sampled ones).
+
+        Pass it with the release's index to :func:`release_part`, as
+        :meth:`event` composes them: one part per batch, and one that no
+        batch reads when records are left over.
+        """
+        if self.sampling != "disjoint":
+            return None
+        leftover = self.n_releases * self.batch_size < self.n_samples
+        return parallel_scope(self.n_releases + int(leftover))
 
     def batches(self, rng):
         """Yield the index array of each release, drawn from ``rng``.
@@ -311,3 +334,8 @@ def disjoint_capacity(n_samples, batch_size):
     3
     """
     return int(math.floor(n_samples / batch_size))
+
+
+def release_part(scope, index):
+    """Context of release ``index`` in a schedule's :meth:`~BatchSchedule.ledger_scope`."""
+    return contextlib.nullcontext() if scope is None else scope.part(index)

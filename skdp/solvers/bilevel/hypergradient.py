@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...privacy import gaussian_noise
+from ...privacy import gaussian_noise, parallel_scope
 from ...utils import clip_factors, safe_row_norms
 from ..sampling import FractionSampler as _Sampler
 from .inner import localized_noisy_gd
@@ -359,6 +359,7 @@ def dp_bilevel(
     inner_batch_fraction=1.0,
     outer_batch_fraction=1.0,
     adaptive=True,
+    ledger_parts=None,
 ):
     """DP bilevel optimization with DP-Loc-(S)GD inner solves (Alg. 1 / 3).
 
@@ -393,6 +394,11 @@ def dp_bilevel(
     inner_batch_fraction, outer_batch_fraction : float, default=1.0
     adaptive : bool, default=True
         Outer step rule (see :func:`bilevel_outer_loop`).
+    ledger_parts : tuple (scope, dict), optional
+        The privacy ledger's parallel scope of the two parts and the index
+        of ``"upper"`` and ``"lower"`` in it (a caller whose plan holds the
+        parts in another scope); by default a scope of its own, in
+        :func:`~skdp.solvers.bilevel.plan.bilevel_event`'s order.
 
     Returns
     -------
@@ -400,6 +406,17 @@ def dp_bilevel(
     """
     o = oracles
     lam = float(penalty)
+    if ledger_parts is None and not o.shared:
+        ledger_parts = (parallel_scope(2), {"upper": 0, "lower": 1})
+
+    def ledger_of(mechanism):
+        """``(sensitivity, sampling)`` of a release, for the privacy ledger."""
+        per_part = noise.ledger.get(mechanism, {})
+        if o.shared:
+            return per_part.get("all", (0.0, ()))
+        scope, index = ledger_parts
+        return scope.sensitivities({index[p]: v for p, v in per_part.items()}), ()
+
     y0 = np.asarray(y0, dtype=float)
     d_y = y0.size
     d_x = np.atleast_1d(np.asarray(x0, dtype=float)).size
@@ -460,6 +477,8 @@ def dp_bilevel(
                 strong_convexity=settings.strong_convexity,
                 smoothness=settings.smoothness,
                 rng=rng,
+                sensitivity=ledger_of(name)[0],
+                sampling=ledger_of(name)[1],
             )
         return warm["lower"].copy(), warm["penalized"].copy()
 
@@ -474,7 +493,15 @@ def dp_bilevel(
         batch_l = draw("lower", "outer")
         batch_u = batch_l if o.shared else draw("upper", "outer")
         g = g + outer_statistic(o, x, y_low, y_pen, batch_l, batch_u, lam, clip_outer)
-        return g + gaussian_noise(rng, noise.outer_std, d_x)
+        sensitivity, sampled = ledger_of("outer")
+        return g + gaussian_noise(
+            rng,
+            noise.outer_std,
+            d_x,
+            sensitivity=sensitivity,
+            sampling=sampled,
+            label="outer hypergradient",
+        )
 
     return bilevel_outer_loop(
         x0,

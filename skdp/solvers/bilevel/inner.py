@@ -132,6 +132,8 @@ def localized_noisy_gd(
     noise_std,
     strong_convexity,
     rng,
+    sensitivity,
+    sampling=(),
     smoothness=None,
 ):
     """Run DP-Loc-GD (full-batch oracle) or DP-Loc-SGD (sampling oracle).
@@ -152,6 +154,13 @@ def localized_noisy_gd(
     strong_convexity : float
         Public ``mu``; steps are ``1 / (mu (t + 1))``.
     rng : numpy.random.Generator
+    sensitivity : float or PartSensitivities
+        Replace-one sensitivity of each gradient release (per part of a
+        parallel scope, with its sampling, for a bilevel run), for the
+        privacy ledger (see :func:`skdp.privacy.gaussian_noise`).
+    sampling : tuple, default=()
+        The ledger's sampling of a gradient's batch (see
+        :func:`skdp.privacy.gaussian_noise`).
     smoothness : float, optional
         Public ``beta``; caps the steps at ``1 / beta``.
 
@@ -165,7 +174,7 @@ def localized_noisy_gd(
     >>> import numpy as np
     >>> y = localized_noisy_gd(lambda y: y - 1.0, np.zeros(2), radii=[5.0, 5.0],
     ...     n_steps=200, noise_std=0.0, strong_convexity=1.0,
-    ...     rng=np.random.default_rng(0))
+    ...     rng=np.random.default_rng(0), sensitivity=1.0)
     >>> np.allclose(y, 1.0, atol=1e-2)
     True
     """
@@ -176,7 +185,15 @@ def localized_noisy_gd(
     if smoothness is not None:
         steps = np.minimum(steps, 1.0 / float(smoothness))
     for radius in radii:
-        noise = gaussian_noise(rng, noise_std, (k, y_start.size))
+        noise = gaussian_noise(
+            rng,
+            noise_std,
+            (k, y_start.size),
+            sensitivity=sensitivity,
+            sampling=sampling,
+            repetitions=k,
+            label="inner gradient",
+        )
         y = y_start.copy()
         total = np.zeros_like(y)
         for i in range(k):

@@ -164,6 +164,9 @@ class BilevelNoise:
         The privacy plan of the whole run.
     multiplier : float
         The common calibration constant ``z``.
+    ledger : dict
+        ``{mechanism: {part: (sensitivity, sampling)}}``: what the privacy
+        ledger records of each release, per part (:func:`bilevel_ledger`).
     """
 
     lower_std: float
@@ -171,6 +174,7 @@ class BilevelNoise:
     outer_std: float
     event: object = field(repr=False)
     multiplier: float = 0.0
+    ledger: dict = field(default_factory=dict, repr=False)
 
     def std(self, mechanism):
         return getattr(self, f"{mechanism}_std")
@@ -246,6 +250,30 @@ def _stds(design, z, shares):
             out[m] = 0.0
         else:
             out[m] = z * worst * math.sqrt(steps / shares[m])
+    return out
+
+
+def bilevel_ledger(design):
+    """Per release and part, its sensitivity and sampling for the privacy ledger.
+
+    The parts in the order of :func:`bilevel_event`'s parallel event
+    (``"upper"``, ``"lower"``; one part ``"all"`` when records are shared).
+    """
+    sens = bilevel_sensitivities(design)
+    out = {}
+    for m in MECHANISMS:
+        out[m] = {}
+        for p, delta in sens[m].items():
+            part_name = "lower" if p == "all" else p
+            sampling = ()
+            if design.sampling == "poisson":
+                sampling = ("poisson", design.sampling_rate(part_name, m))
+            elif design.sampling == "without_replacement":
+                n = design.n_upper if part_name == "upper" else design.n_lower
+                sampling = (
+                    "without_replacement", n, design.batch_size(part_name, m)
+                )
+            out[m][p] = (delta, sampling)
     return out
 
 
@@ -327,7 +355,12 @@ def calibrate_bilevel_noise(
     if (mu is not None and math.isinf(mu)) or (mu is None and math.isinf(epsilon)):
         stds = {m: 0.0 for m in MECHANISMS}
         return BilevelNoise(
-            stds["lower"], stds["penalized"], stds["outer"], NoOpDpEvent(), 0.0
+            stds["lower"],
+            stds["penalized"],
+            stds["outer"],
+            NoOpDpEvent(),
+            0.0,
+            bilevel_ledger(design),
         )
     if mu is not None:
         z = 1.0 / mu
@@ -348,4 +381,5 @@ def calibrate_bilevel_noise(
         stds["outer"],
         bilevel_event(design, stds),
         z,
+        bilevel_ledger(design),
     )

@@ -479,7 +479,11 @@ def clipped_dp_gd(
         # to C / ||x_i||); rows with zero norm (e.g. truncated) are skipped
         clipped_sum = clipped_gradient_sum(X, y, w, inv_norms, C, loss)
         noisy_sum = clipped_sum + gaussian_noise(
-            rng, noise_std(2.0 * C, plan.z_grad), d
+            rng,
+            noise_std(2.0 * C, plan.z_grad),
+            d,
+            sensitivity=2.0 * C,
+            label="clipped gradient sum",
         )
         data_grad = noisy_sum / n
         clip_levels[t] = C

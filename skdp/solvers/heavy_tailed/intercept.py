@@ -225,5 +225,12 @@ def intercept_shift(residuals, plan, rng):
         level = _quantile_level(plan, n)
         bound = RESIDUAL_SLACK * noisy_log_quantile(absr, level, plan.z_count, rng)
     total = clipped_residual_sum(r, bound)
-    total += float(gaussian_noise(rng, noise_std(2.0 * bound, plan.z_mean)))
+    total += float(
+        gaussian_noise(
+            rng,
+            noise_std(2.0 * bound, plan.z_mean),
+            sensitivity=2.0 * bound,
+            label="clipped residual sum",
+        )
+    )
     return total / max(n, 1), float(bound)

@@ -23,7 +23,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...privacy import ComposedDpEvent, ParallelDpEvent, gaussian_steps
+from ...privacy import (
+    ComposedDpEvent,
+    ParallelDpEvent,
+    gaussian_steps,
+    parallel_scope,
+)
 from .bounds import (
     RANGE_STEPS,
     clip_search_range,
@@ -372,6 +377,9 @@ def localized_dp_sgd(
     regs, clips, steps = [], [], []
     n_iter = 0
     clip_start = None
+    # Every record lies in one chunk of one phase: one ledger part per chunk.
+    parts = parallel_scope(sum(len(phase) for phase in plan.chunks))
+    part = 0
     for i, phase in enumerate(plan.chunks):
         lam = float(reg) * REG_GROWTH**i
         r = math.inf if localization_radius is None else float(localization_radius(lam))
@@ -379,22 +387,24 @@ def localized_dp_sgd(
         for start, stop in phase:
             idx = order[start:stop]
             run_clip = clip(stop - start) if callable(clip) else clip
-            res = clipped_dp_gd(
-                X[idx],
-                y[idx],
-                loss,
-                plan.runs[i],
-                rng,
-                step_size=step_size,
-                clip=run_clip,
-                clip_range=clip_range,
-                clip_start=clip_start,
-                w0=x,
-                center=x,
-                reg=lam,
-                radius=r,
-                row_norms=row_norms[idx],
-            )
+            with parts.part(part):
+                res = clipped_dp_gd(
+                    X[idx],
+                    y[idx],
+                    loss,
+                    plan.runs[i],
+                    rng,
+                    step_size=step_size,
+                    clip=run_clip,
+                    clip_range=clip_range,
+                    clip_start=clip_start,
+                    w0=x,
+                    center=x,
+                    reg=lam,
+                    radius=r,
+                    row_norms=row_norms[idx],
+                )
+            part += 1
             outs.append(res.coef)
             c_i.append(res.clip_levels)
             s_i.append(res.step_sizes)

@@ -702,7 +702,9 @@ def multinomial_dp_gd(
                 C = kept = C_new
         clipped, _ = clipped_multinomial_gradient_sum(X, labels, W, norms_t, C)
         std = noise_std(2.0 * C, gd.z_grad)
-        noise = gaussian_noise(rng, std, d * K)
+        noise = gaussian_noise(
+            rng, std, d * K, sensitivity=2.0 * C, label="clipped gradient sum"
+        )
         grad = (clipped + np.reshape(noise, (d, K))) / n
         clip_levels[t] = C
         gnorm = float(np.linalg.norm(grad))

@@ -32,6 +32,7 @@ from ...privacy import (
     ParallelDpEvent,
     gaussian_noise,
     gaussian_steps,
+    parallel_scope,
 )
 from .bounds import (
     BISECTION_STEPS,
@@ -463,67 +464,76 @@ def onepass_clipped_dp_sgd(
     etas, clips, caps, averages = [], [], [], []
     C = None
     start = 0
+    # Each phase reads only its own records: a record lies in one part.
+    phases = parallel_scope(len(sizes))
     for i, m in enumerate(sizes):
-        eta = float(step_size) / float(step_decay) ** i
-        # smoothness guard: eta * curv * ||a||**2 <= 2 for every row
-        row_cap = min(float(feature_norm), math.sqrt(2.0 / (curv * eta)))
-        idx = order[start : start + m]
-        if clip is not None:
-            C = float(clip) * CLIP_GROWTH**i
-        else:
-            search = clip_search_range(loss, min(row_bound, row_cap), target_bound)
-            if plan.searches[i]:
-                norms_i = np.minimum(row_norms[idx], row_cap)
-                with np.errstate(all="ignore"):
-                    scale = np.where(
-                        row_norms[idx] > row_cap, row_cap / row_norms[idx], 1.0
+        with phases.part(i):
+            eta = float(step_size) / float(step_decay) ** i
+            # smoothness guard: eta * curv * ||a||**2 <= 2 for every row
+            row_cap = min(float(feature_norm), math.sqrt(2.0 / (curv * eta)))
+            idx = order[start : start + m]
+            if clip is not None:
+                C = float(clip) * CLIP_GROWTH**i
+            else:
+                search = clip_search_range(loss, min(row_bound, row_cap), target_bound)
+                if plan.searches[i]:
+                    norms_i = np.minimum(row_norms[idx], row_cap)
+                    with np.errstate(all="ignore"):
+                        scale = np.where(
+                            row_norms[idx] > row_cap, row_cap / row_norms[idx], 1.0
+                        )
+                        z = (X[idx] * scale[:, None]) @ w
+                    g = safe_derivatives(loss, z, y[idx])
+                    C = noisy_log_quantile(
+                        np.abs(g) * norms_i,
+                        1.0 - plan.clip_fractions[i],
+                        plan.z_count,
+                        rng,
+                        log2_range=search,
+                        steps=plan.bisection_steps,
                     )
-                    z = (X[idx] * scale[:, None]) @ w
-                g = safe_derivatives(loss, z, y[idx])
-                C = noisy_log_quantile(
-                    np.abs(g) * norms_i,
-                    1.0 - plan.clip_fractions[i],
-                    plan.z_count,
-                    rng,
-                    log2_range=search,
-                    steps=plan.bisection_steps,
-                )
-            elif C is None:
-                # too few records for a reliable search: heavy clipping
-                C = 2.0 ** (search[1] - _FALLBACK_OCTAVES)
-        # average of the phase's last ``tail_average`` iterates (0: all)
-        avg_start = start
-        if tail_average:
-            avg_start = min(start + int((1.0 - tail_average) * m), start + m - 1)
-        avg = onepass_phase(
-            X,
-            y,
-            order,
-            start,
-            start + m,
-            w,
-            eta,
-            C,
-            row_cap,
-            row_norms,
-            code,
-            tau,
-            center,
-            float(radius),
-            avg_start,
-        )
-        if return_phase_averages:
-            averages.append(avg.copy())
-        # Gaussian mechanism on the phase average: sensitivity 2 eta C
-        w = avg + gaussian_noise(rng, noise_std(2.0 * eta * C, plan.z_out[i]), d)
-        if not math.isinf(radius):
-            nrm = float(np.linalg.norm(w))
-            if nrm > radius:
-                w = w * (radius / nrm)
-        etas.append(eta)
-        clips.append(C)
-        caps.append(row_cap)
-        start += m
+                elif C is None:
+                    # too few records for a reliable search: heavy clipping
+                    C = 2.0 ** (search[1] - _FALLBACK_OCTAVES)
+            # average of the phase's last ``tail_average`` iterates (0: all)
+            avg_start = start
+            if tail_average:
+                avg_start = min(start + int((1.0 - tail_average) * m), start + m - 1)
+            avg = onepass_phase(
+                X,
+                y,
+                order,
+                start,
+                start + m,
+                w,
+                eta,
+                C,
+                row_cap,
+                row_norms,
+                code,
+                tau,
+                center,
+                float(radius),
+                avg_start,
+            )
+            if return_phase_averages:
+                averages.append(avg.copy())
+            # Gaussian mechanism on the phase average: sensitivity 2 eta C
+            w = avg + gaussian_noise(
+                rng,
+                noise_std(2.0 * eta * C, plan.z_out[i]),
+                d,
+                sensitivity=2.0 * eta * C,
+                label="phase average",
+            )
+            if not math.isinf(radius):
+                nrm = float(np.linalg.norm(w))
+                if nrm > radius:
+                    w = w * (radius / nrm)
+            etas.append(eta)
+            clips.append(C)
+            caps.append(row_cap)
+            start += m
     res = HeavyTailedResult(
         design.to_original(w),
         np.array(clips),

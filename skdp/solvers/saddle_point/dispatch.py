@@ -11,7 +11,7 @@ import math
 
 from ...privacy import ComposedDpEvent, NoOpDpEvent, calibrate_gaussian
 from ..sampling import BatchSchedule
-from .nispp import batch_failure_event, nispp
+from .nispp import batch_failure_event, nispp, record_batch_failure
 from .nseg import nseg
 
 __all__ = [
@@ -232,6 +232,8 @@ def solve_saddle_point(
     -------
     SaddlePointResult
     """
+    # Charged for both solvers (see schedule_event).
+    record_batch_failure(schedule)
     if solver == "nseg":
         return nseg(
             operator,

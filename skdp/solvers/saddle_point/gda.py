@@ -442,7 +442,9 @@ def group_dro_gda(
         delta = stacked_sensitivity(a, clip, lam * loss_bound)
         stat = statistic(v, a)
         std = z * delta
-        noisy = stat + gaussian_noise(rng, std, stat.size)
+        noisy = stat + gaussian_noise(
+            rng, std, stat.size, sensitivity=delta, label="gradient and group losses"
+        )
         stds[t], sens[t] = std, delta
         grad = noisy[:size] / n
         risks = noisy[size:] / (lam * n * priors) if lam > 0 else np.zeros(m)

@@ -55,7 +55,8 @@ import math
 
 import numpy as np
 
-from ...privacy import FailureDpEvent, NoOpDpEvent, gaussian_noise
+from ...privacy import FailureDpEvent, NoOpDpEvent, gaussian_noise, record_failure
+from ..sampling import release_part
 from .nseg import SaddlePointResult, _first_averaged
 
 __all__ = [
@@ -110,6 +111,13 @@ def poisson_batch_bound(n_samples, sampling_probability, tail=BATCH_TAIL):
     log_inv = -math.log(tail)
     t = log_inv / 3.0 + math.sqrt(log_inv**2 / 9.0 + 2.0 * mu * log_inv)
     return int(min(n_samples, math.ceil(mu + t)))
+
+
+def record_batch_failure(schedule):
+    """Write :func:`batch_failure_event` to the privacy ledger, if it is one."""
+    failure = batch_failure_event(schedule)
+    if isinstance(failure, FailureDpEvent):
+        record_failure(failure.probability, label="Poisson batch above its bound")
 
 
 def batch_failure_event(schedule, tail=BATCH_TAIL):
@@ -627,6 +635,7 @@ def nispp(
     max_cert = 0.0
     inner_total = 0
     first = _first_averaged(averaging, n_iter)
+    scope, sampled = schedule.ledger_scope(), schedule.ledger_sampling
     for k, indices in enumerate(schedule.batches(rng)):
         # Under Poisson sampling the batch sum of |B| operators, divided by
         # the expected size, is (L |B| / B)-Lipschitz and bounded by M |B| / B.
@@ -672,7 +681,15 @@ def nispp(
         max_cert = max(max_cert, cert)
         inner_total += its
         # Line 5: the noisy iterate is NOT projected (the paper stresses it).
-        w = u + gaussian_noise(rng, sigma_step, dim)
+        with release_part(scope, k):
+            w = u + gaussian_noise(
+                rng,
+                sigma_step,
+                dim,
+                sensitivity=step_sensitivity(nu_step),
+                sampling=sampled,
+                label="proximal point",
+            )
         if k >= first:
             w_sum += w
     return SaddlePointResult(

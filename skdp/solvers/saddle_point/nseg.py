@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...privacy import gaussian_noise
+from ..sampling import release_part
 
 __all__ = ["nseg", "nseg_step_size", "SaddlePointResult"]
 
@@ -191,10 +192,19 @@ def nseg(
     batches = schedule.batches(rng)
     scale = 1.0 / schedule.normalizer
     first = _first_averaged(averaging, n_iter)
+    scope, sampled = schedule.ledger_scope(), schedule.ledger_sampling
+
+    def noise(release):
+        with release_part(scope, release):
+            return gaussian_noise(
+                rng, sigma, dim, sensitivity=sensitivity, sampling=sampled,
+                label="operator",
+            )
+
     for t in range(n_iter):
-        g1 = operator(u, next(batches)) * scale + gaussian_noise(rng, sigma, dim)
+        g1 = operator(u, next(batches)) * scale + noise(2 * t)
         w = domain.project(u - gamma * g1)
-        g2 = operator(w, next(batches)) * scale + gaussian_noise(rng, sigma, dim)
+        g2 = operator(w, next(batches)) * scale + noise(2 * t + 1)
         u = domain.project(u - gamma * g2)
         # Constant steps: the gamma-weighted average is the plain average.
         if t >= first:

@@ -173,7 +173,9 @@ def clipped_curvature(
     scale = B * B / (n * D)
     if kept_fraction:
         std = 0.0 if z == 0 else math.sqrt(2.0) * float(z)
-        noisy = np.asarray(sums, dtype=float) + gaussian_noise(rng, std, size=2)
+        noisy = np.asarray(sums, dtype=float) + gaussian_noise(
+            rng, std, size=2, sensitivity=math.sqrt(2.0), label="curvature, kept"
+        )
         return (
             float(noisy[0]) * scale,
             std * scale,
@@ -182,5 +184,7 @@ def clipped_curvature(
         )
     total = float(sums[0])
     std = 0.0 if z == 0 else float(z)
-    noisy = total + float(gaussian_noise(rng, std))
+    noisy = total + float(
+        gaussian_noise(rng, std, sensitivity=1.0, label="curvature")
+    )
     return noisy * scale, std * scale

@@ -1365,7 +1365,8 @@ def residual_mean(X, y, w, clip, z, rng):
         r = np.clip(y - _predict(X, w, True), -clip, clip)
         total = float(np.sum(nan_to_zero(r)))  # dask: per chunk, one sum gathered
     std = 0.0 if z == 0 else 2.0 * clip * z
-    return (total + float(gaussian_noise(rng, std))) / n
+    noise = gaussian_noise(rng, std, sensitivity=2.0 * clip, label="residual sum")
+    return (total + float(noise)) / n
 
 
 def soft_threshold(value, level):
@@ -1478,7 +1479,10 @@ def loss_differences(X, y, candidates, scale, target_scale, z, rng, fit_intercep
             terms = nan_to_zero(dp * resid)  # dask: per chunk
             sums[j] = float(np.sum(terms)) / bounds[j]
     std = 2.0 * math.sqrt(K - 1) * z
-    noisy = sums + gaussian_noise(rng, std, K - 1)
+    # Each normalised sum moves by at most 2 when a record is replaced.
+    noisy = sums + gaussian_noise(
+        rng, std, K - 1, sensitivity=2.0 * math.sqrt(K - 1), label="risk differences"
+    )
     diffs = np.concatenate([noisy * bounds / n, [0.0]])
     stds = np.concatenate([std * bounds / n, [0.0]])
     return diffs, stds

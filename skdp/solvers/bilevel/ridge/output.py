@@ -79,7 +79,9 @@ def output_sensitivities(weights, omega, feature_norm, target_bound):
     return {p: 2.0 * a * lipschitz / omega for p, (a, _) in weights.items()}
 
 
-def perturbed_ridge(scatter, cross, omega, noise_std, rng, radius=np.inf):
+def perturbed_ridge(
+    scatter, cross, omega, noise_std, rng, radius=np.inf, *, sensitivity
+):
     """Exact weighted ridge solution plus ``N(0, noise_std**2 I)``, projected.
 
     Parameters
@@ -103,12 +105,16 @@ def perturbed_ridge(scatter, cross, omega, noise_std, rng, radius=np.inf):
     Examples
     --------
     >>> import numpy as np
-    >>> perturbed_ridge(np.eye(2), np.ones(2), 1.0, 0.0, np.random.default_rng(0))
+    >>> perturbed_ridge(np.eye(2), np.ones(2), 1.0, 0.0, np.random.default_rng(0),
+    ...                 sensitivity=0.1)
     array([0.5, 0.5])
     """
     d = cross.size
     w = np.linalg.solve(scatter + omega * np.eye(d), cross)
-    return project_on_ball(w + gaussian_noise(rng, noise_std, d), radius)
+    noise = gaussian_noise(
+        rng, noise_std, d, sensitivity=sensitivity, label="ridge minimizer"
+    )
+    return project_on_ball(w + noise, radius)
 
 
 def project_on_ball(w, radius):

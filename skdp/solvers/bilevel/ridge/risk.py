@@ -368,12 +368,14 @@ def release_exact(exact, plan, rng):
     -------
     RawStatistics
     """
+    c = 1.0 if plan.fit_intercept else None
     (raw,) = release_statistics(
         [exact],
         gram_std=plan.stds["gram"],
         moment_std=plan.stds["moment"],
         target_sq_std=plan.stds["target_sq"],
         rng=rng,
+        sensitivities=(gram_sensitivity(1.0, c), moment_sensitivity(1.0, 1.0, c)),
     )
     return raw
 

@@ -27,6 +27,7 @@ semi-definite cone (post-processing), so every ridge system below is solvable
 for a positive penalty; the intercept is never penalized.
 """
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -296,7 +297,12 @@ def exact_statistics(X, y, intercept_scaling=None):
     return RawStatistics(Z.T @ Z, Z.T @ y, n, intercept_scaling, float(y @ y))
 
 
-def _assemble(parts, noisy, target_sq_std, rng):
+def _in_part(scope, k):
+    """Ledger context of part ``k`` of a parallel scope (none without one)."""
+    return contextlib.nullcontext() if scope is None else scope.part(k)
+
+
+def _assemble(parts, noisy, target_sq_std, rng, scope=None):
     """Released parts from their noisy ``(gram, moment)`` pairs.
 
     Each part's ``y^T y`` gets noise of standard deviation ``target_sq_std``,
@@ -304,20 +310,31 @@ def _assemble(parts, noisy, target_sq_std, rng):
     It is drawn after the matrices, so it leaves their noise stream unchanged.
     """
     out = []
-    for part, (gram, moment) in zip(parts, noisy):
+    for k, (part, (gram, moment)) in enumerate(zip(parts, noisy)):
         sq = None
         if target_sq_std is not None:
-            sq = part.target_sq + gaussian_noise(rng, target_sq_std)
+            # y**2 in [0, 1]: sensitivity 1.
+            with _in_part(scope, k):
+                sq = part.target_sq + gaussian_noise(
+                    rng, target_sq_std, sensitivity=1.0, label="y^T y"
+                )
         out.append(
             RawStatistics(gram, moment, part.n_samples, part.intercept_scaling, sq)
         )
     return out
 
 
-def _gram_noise(rng, p, std, intercept):
+def _gram_noise(rng, p, std, intercept, sensitivity, correlation=0.0):
     """Symmetric noise on the upper triangle of a ``p x p`` Gram matrix."""
     iu = np.triu_indices(p)
-    flat = gaussian_noise(rng, std, iu[0].size)
+    flat = gaussian_noise(
+        rng,
+        std,
+        iu[0].size,
+        sensitivity=sensitivity,
+        correlation=correlation,
+        label="Gram matrix",
+    )
     gram = np.zeros((p, p))
     gram[iu] = flat
     gram = gram + np.triu(gram, 1).T
@@ -326,10 +343,14 @@ def _gram_noise(rng, p, std, intercept):
     return gram
 
 
-def _noise(rng, p, gram_std, moment_std, intercept):
+def _noise(rng, p, gram_std, moment_std, intercept, sensitivities, correlation):
     """One standard draw of (symmetric Gram noise, moment noise), scaled."""
-    gram = _gram_noise(rng, p, gram_std, intercept)
-    return gram, gaussian_noise(rng, moment_std, p)
+    dg, dm = sensitivities
+    gram = _gram_noise(rng, p, gram_std, intercept, dg, correlation)
+    moment = gaussian_noise(
+        rng, moment_std, p, sensitivity=dm, correlation=correlation, label="moment"
+    )
+    return gram, moment
 
 
 def _check_correlation(rho, n_parts):
@@ -347,7 +368,15 @@ def _correlate(first, second, rho):
 
 
 def release_statistics(
-    parts, *, gram_std, moment_std, rng, correlation=0.0, target_sq_std=None
+    parts,
+    *,
+    gram_std,
+    moment_std,
+    rng,
+    sensitivities,
+    correlation=0.0,
+    target_sq_std=None,
+    scope=None,
 ):
     """Release the statistics of disjoint parts with Gaussian noise.
 
@@ -370,9 +399,16 @@ def release_statistics(
     rng : numpy.random.Generator
     correlation : float, default=0.0
         ``rho`` in ``(-1, 1)``; only for two parts.
+    sensitivities : tuple (float, float)
+        Replace-one L2 sensitivities of a part's Gram upper triangle and
+        moment vector (:func:`gram_sensitivity`, :func:`moment_sensitivity`),
+        for the privacy ledger.
     target_sq_std : float or None, default=None
         Standard deviation of the independent noise on each part's ``y^T y``;
         ``None`` does not release it.
+    scope : parallel scope, optional
+        The ledger's scope whose part ``k`` is ``parts[k]``
+        (:func:`skdp.privacy.parallel_scope`).
 
     Returns
     -------
@@ -383,7 +419,8 @@ def release_statistics(
     >>> import numpy as np
     >>> part = exact_statistics(np.eye(2), np.ones(2), 1.0)
     >>> out = release_statistics([part], gram_std=0.0, moment_std=0.0,
-    ...                          rng=np.random.default_rng(0))
+    ...                          rng=np.random.default_rng(0),
+    ...                          sensitivities=(2.1, 2.8))
     >>> np.array_equal(out[0].gram, part.gram)
     True
     """
@@ -393,16 +430,27 @@ def release_statistics(
     for k, part in enumerate(parts):
         p = part.moment.size
         intercept = part.intercept_scaling is not None
-        noise = _noise(rng, p, gram_std, moment_std, intercept)
+        with _in_part(scope, k):
+            noise = _noise(
+                rng, p, gram_std, moment_std, intercept, sensitivities, rho
+            )
         if k == 1:
             noise = tuple(_correlate(a, b, rho) for a, b in zip(first, noise))
         first = noise if k == 0 else first
         out.append((part.gram + noise[0], part.moment + noise[1]))
-    return _assemble(parts, out, target_sq_std, rng)
+    return _assemble(parts, out, target_sq_std, rng, scope)
 
 
 def release_shared_gram(
-    parts, *, gram_std, moment_std, rng, correlation=0.0, target_sq_std=None
+    parts,
+    *,
+    gram_std,
+    moment_std,
+    rng,
+    sensitivities,
+    correlation=0.0,
+    target_sq_std=None,
+    scope=None,
 ):
     """Release one Gram matrix of all rows and a moment vector per part.
 
@@ -429,10 +477,15 @@ def release_shared_gram(
         Noise standard deviations of the shared Gram entries and of each
         part's (marginal) moment entries.
     rng : numpy.random.Generator
+    sensitivities : tuple (float, float)
+        As in :func:`release_statistics`.
     correlation : float, default=0.0
         ``rho`` in ``(-1, 1)`` of the two parts' moment noises.
     target_sq_std : float or None, default=None
         As in :func:`release_statistics`.
+    scope : parallel scope, optional
+        As in :func:`release_statistics`; the shared Gram matrix, of all
+        rows, lies outside it.
 
     Returns
     -------
@@ -445,7 +498,8 @@ def release_shared_gram(
     >>> a = exact_statistics(X[:1], np.ones(1), 1.0)
     >>> b = exact_statistics(X[1:], np.ones(3), 1.0)
     >>> ra, rb = release_shared_gram([a, b], gram_std=1.0, moment_std=0.0,
-    ...                              rng=np.random.default_rng(0))
+    ...                              rng=np.random.default_rng(0),
+    ...                              sensitivities=(2.1, 2.8))
     >>> bool(np.allclose(ra.gram * 3, rb.gram)), bool(np.allclose(ra.moment, a.moment))
     (True, True)
     >>> bool(np.allclose((ra + rb).gram[-1, -1], 4.0))  # the public corner n c**2
@@ -456,16 +510,22 @@ def release_shared_gram(
     p = parts[0].moment.size
     intercept = parts[0].intercept_scaling is not None
     n = sum(part.n_samples for part in parts)
-    shared = sum(part.gram for part in parts) + _gram_noise(rng, p, gram_std, intercept)
+    dg, dm = sensitivities
+    shared = sum(part.gram for part in parts) + _gram_noise(
+        rng, p, gram_std, intercept, dg
+    )
     out, first = [], None
     for k, part in enumerate(parts):
-        noise = gaussian_noise(rng, moment_std, p)
+        with _in_part(scope, k):
+            noise = gaussian_noise(
+                rng, moment_std, p, sensitivity=dm, correlation=rho, label="moment"
+            )
         if k == 1:
             noise = _correlate(first, noise, rho)
         first = noise if k == 0 else first
         gram = shared * (part.n_samples / n) if gram_std > 0 else part.gram
         out.append((gram, part.moment + noise))
-    return _assemble(parts, out, target_sq_std, rng)
+    return _assemble(parts, out, target_sq_std, rng, scope)
 
 
 def _psd(matrix):

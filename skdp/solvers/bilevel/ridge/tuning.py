@@ -59,6 +59,7 @@ from ....privacy import (
     ParallelDpEvent,
     SelfComposedDpEvent,
     gaussian_noise,
+    parallel_scope,
     private_row_mean,
 )
 from ....utils import clip_rows, clip_targets
@@ -558,7 +559,18 @@ def _ridge_norm(coef):
     return 0.5 * float(coef @ coef)
 
 
-def _outer_hypergradient(plan, rng):
+def _outer_noise(plan, rng, parts):
+    """The outer noise of one step: a training-part release (sensitivity 2 C / n)."""
+    with parts.part(0):
+        return gaussian_noise(
+            rng,
+            plan.stds.outer,
+            sensitivity=2.0 * plan.settings.outer_clip / plan.n_train,
+            label="outer hypergradient",
+        )
+
+
+def _outer_hypergradient(plan, rng, parts):
     """Hypergradient in ``u = log(alpha)``; noised when ``outer_noise``."""
     s = plan.settings
 
@@ -568,13 +580,13 @@ def _outer_hypergradient(plan, rng):
             # Every training record carries the same per-record value
             # omega * lam * (R(w_pen) - R(w_low)); clipped as a whole.
             g = float(np.clip(g, -s.outer_clip, s.outer_clip))
-            g += gaussian_noise(rng, plan.stds.outer)
+            g += _outer_noise(plan, rng, parts)
         return np.array([g])
 
     return hypergradient
 
 
-def _tune(plan, rng, solve):
+def _tune(plan, rng, solve, parts):
     """Outer loop on ``u = log(alpha)`` around private inner solves.
 
     ``solve(u) -> (w_low, w_pen)`` returns the two private inner solutions
@@ -582,7 +594,7 @@ def _tune(plan, rng, solve):
     :func:`default_penalty`.
     """
     s = plan.settings
-    hyper = _outer_hypergradient(plan, rng)
+    hyper = _outer_hypergradient(plan, rng, parts)
 
     def hypergradient(u, w_low, w_pen):
         omega = math.exp(u[0]) / plan.n_train
@@ -625,7 +637,12 @@ def bilevel_ridge(X, y, train_idx, val_idx, plan, rng):
         "output_perturbation": _fit_output,
         "loc_gd": _fit_loc_gd,
     }[plan.settings.inner_solver]
-    return solver(X[train_idx], y[train_idx], X[val_idx], y[val_idx], plan, rng)
+    # The plan's parallel parts: part 0 the training rows, part 1 the
+    # validation rows (releases of all rows lie outside the scope).
+    parts = parallel_scope(2)
+    return solver(
+        X[train_idx], y[train_idx], X[val_idx], y[val_idx], plan, rng, parts
+    )
 
 
 def _project(settings):
@@ -680,7 +697,7 @@ def validation_objective(train, val, plan):
     )
 
 
-def _fit_statistics(Xt, yt, Xv, yv, plan, rng):
+def _fit_statistics(Xt, yt, Xv, yv, plan, rng, parts):
     s = plan.settings
     c = s.intercept_scaling if s.fit_intercept else None
     return bilevel_ridge_from_statistics(
@@ -689,10 +706,13 @@ def _fit_statistics(Xt, yt, Xv, yv, plan, rng):
         plan,
         rng,
         exact_all=lambda: exact_statistics(np.vstack([Xt, Xv]), np.r_[yt, yv], c),
+        parts=parts,
     )
 
 
-def bilevel_ridge_from_statistics(exact_tr, exact_va, plan, rng, exact_all=None):
+def bilevel_ridge_from_statistics(
+    exact_tr, exact_va, plan, rng, exact_all=None, parts=None
+):
     """``inner_solver="sufficient_statistics"`` from the pre-noise sums.
 
     The data enter only through the exact statistics of the clipped rows of
@@ -708,12 +728,17 @@ def bilevel_ridge_from_statistics(exact_tr, exact_va, plan, rng, exact_all=None)
     exact_all : callable, optional
         Returns the statistics of all rows (for the refit); default
         ``exact_tr + exact_va``.
+    parts : parallel scope, optional
+        The ledger's scope of the two parts (opened here by default).
 
     Returns
     -------
     BilevelRidgeResult
     """
     s = plan.settings
+    parts = parallel_scope(2) if parts is None else parts
+    c = s.intercept_scaling if s.fit_intercept else None
+    sensitivities = (gram_sensitivity(1.0, c), moment_sensitivity(1.0, 1.0, c))
     release = release_shared_gram if s.shared_gram else release_statistics
     raw_tr, raw_va = release(
         [exact_tr, exact_va],
@@ -722,6 +747,8 @@ def bilevel_ridge_from_statistics(exact_tr, exact_va, plan, rng, exact_all=None)
         correlation=plan.stds.correlation,
         target_sq_std=plan.stds.target_sq,
         rng=rng,
+        sensitivities=sensitivities,
+        scope=parts,
     )
     # Everything below is post-processing of the two releases.
     objective = validation_objective(raw_tr, raw_va, plan)
@@ -742,7 +769,7 @@ def bilevel_ridge_from_statistics(exact_tr, exact_va, plan, rng, exact_all=None)
             # The paper's outer noise on the data-dependent estimate (clipped
             # as a whole); post-processing here, kept for fidelity.
             g = float(np.clip(g, -s.outer_clip, s.outer_clip))
-            g += gaussian_noise(rng, plan.stds.outer)
+            g += _outer_noise(plan, rng, parts)
         # grad_x f: the public correction of the released objective.
         return np.array([g + objective.correction_gradient(u[0])])
 
@@ -766,6 +793,7 @@ def bilevel_ridge_from_statistics(exact_tr, exact_va, plan, rng, exact_all=None)
             gram_std=plan.stds.refit_gram,
             moment_std=plan.stds.refit_moment,
             rng=rng,
+            sensitivities=sensitivities,
         )
         # Inverse-variance combination of two releases of the same rows.
         weights, pooled = [], []
@@ -924,7 +952,7 @@ def final_penalty_factor(plan, final_variance):
     return (final_variance / n) / (v / n_fit)
 
 
-def _centering(Xt, yt, plan, rng):
+def _centering(Xt, yt, plan, rng, parts):
     """Private training means of the rows and targets (clipped to the unit ball).
 
     One :func:`~skdp.privacy.private_row_mean` of the records ``[x, y]``
@@ -935,16 +963,17 @@ def _centering(Xt, yt, plan, rng):
         return np.zeros(Xt.shape[1]), 0.0
     bound = math.sqrt(2.0)
     z = plan.stds.centering / (2.0 * bound)
-    mean = private_row_mean(np.column_stack([Xt, yt]), bound, z, rng=rng)
+    with parts.part(0):
+        mean = private_row_mean(np.column_stack([Xt, yt]), bound, z, rng=rng)
     mean_x = clip_rows(mean[None, :-1], 1.0)[0]
     return mean_x, float(np.clip(mean[-1], -1.0, 1.0))
 
 
-def _fit_output(Xt, yt, Xv, yv, plan, rng):
+def _fit_output(Xt, yt, Xv, yv, plan, rng, parts):
     s = plan.settings
     n_tr, n_va = Xt.shape[0], Xv.shape[0]
     a, b = _data_bounds(s)
-    mx, my = _centering(Xt, yt, plan, rng)
+    mx, my = _centering(Xt, yt, plan, rng, parts)
     Xt_c, yt_c, Xv_c, yv_c = Xt - mx, yt - my, Xv - mx, yv - my
     # Exact (not released) per-part statistics of the centred rows.
     st, ct = Xt_c.T @ Xt_c, Xt_c.T @ yt_c
@@ -961,21 +990,32 @@ def _fit_output(Xt, yt, Xv, yv, plan, rng):
             a,
             b,
         )
-        return omega, lam, z * low["train"], z * max(pen.values())
+        return omega, lam, z * low["train"], z * max(pen.values()), low, pen
 
     def solve(u):
-        omega, lam, std_low, std_pen = noise_stds(u)
-        w_low = perturbed_ridge(st / n_tr, ct / n_tr, omega, std_low, rng)
+        omega, lam, std_low, std_pen, low, pen = noise_stds(u)
+        w_low = perturbed_ridge(
+            st / n_tr,
+            ct / n_tr,
+            omega,
+            std_low,
+            rng,
+            sensitivity=parts.sensitivities({0: low["train"]}),
+        )
+        # The noise follows the larger of the two parts' sensitivities,
+        # which bounds both (the plan's multiplier z for each part).
+        worst = max(pen.values())
         w_pen = perturbed_ridge(
             st / n_tr + sv / (lam * n_va),
             ct / n_tr + cv / (lam * n_va),
             omega,
             std_pen,
             rng,
+            sensitivity=parts.sensitivities({0: worst, 1: worst}),
         )
         return w_low, w_pen
 
-    res = _tune(plan, rng, solve)
+    res = _tune(plan, rng, solve, parts)
     alpha = float(np.exp(res.x[0]))
     # Post-processing of the released model with its public noise level:
     # James-Stein shrinkage, then projection on the public ball that holds
@@ -989,7 +1029,9 @@ def _fit_output(Xt, yt, Xv, yv, plan, rng):
         omega = alpha / n
         sens = output_sensitivities({"all": (1.0 / n, n)}, omega, a, b)["all"]
         std = plan.stds.refit_multiplier * sens
-        coef = perturbed_ridge((st + sv) / n, (ct + cv) / n, omega, std, rng)
+        coef = perturbed_ridge(
+            (st + sv) / n, (ct + cv) / n, omega, std, rng, sensitivity=sens
+        )
         coef = project_on_ball(
             shrink_noisy(coef, std), ridge_ball_radius(1.0, omega, b)
         )
@@ -1049,11 +1091,11 @@ def _loc_gd_settings(s, n_tr, n_features, noise_std):
     return settings
 
 
-def _fit_loc_gd(Xt, yt, Xv, yv, plan, rng):
+def _fit_loc_gd(Xt, yt, Xv, yv, plan, rng, parts):
     s = plan.settings
     n_tr, n_va = Xt.shape[0], Xv.shape[0]
     d = Xt.shape[1]
-    mx, my = _centering(Xt, yt, plan, rng)
+    mx, my = _centering(Xt, yt, plan, rng, parts)
     Xt_c, yt_c, Xv_c, yv_c = Xt - mx, yt - my, Xv - mx, yv - my
     design = loc_gd_design(s, n_tr, n_va)
     noise = plan.stds.loc_gd or calibrate_bilevel_noise(design, None, None, mu=math.inf)
@@ -1073,6 +1115,9 @@ def _fit_loc_gd(Xt, yt, Xv, yv, plan, rng):
         noise=noise,
         rng=rng,
         adaptive=s.adaptive,
+        # The design's upper part is the validation rows, its lower part the
+        # training rows (the plan's parts 1 and 0).
+        ledger_parts=(parts, {"upper": 1, "lower": 0}),
     )
     alpha = float(np.exp(res.x[0]))
     coef = res.y_lower
@@ -1106,5 +1151,6 @@ def _fit_loc_gd(Xt, yt, Xv, yv, plan, rng):
             strong_convexity=omega,
             smoothness=a * a + omega,
             rng=rng,
+            sensitivity=2.0 * clip / n,
         )
     return _result(res, coef, my - mx @ coef)
