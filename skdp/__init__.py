@@ -1,5 +1,6 @@
 """skdp: scikit-learn compatible estimators with differential privacy."""
 
+from ._receipt import receipt
 from ._spent import spent
 from .exceptions import PrivacyLeakWarning, UnscaledDataWarning
 from .fairness import MinimaxFairClassifier
@@ -23,5 +24,6 @@ __all__ = [
     "PrivacyLeakWarning",
     "UnscaledDataWarning",
     "check_pipeline",
+    "receipt",
     "spent",
 ]

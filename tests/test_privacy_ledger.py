@@ -242,3 +242,49 @@ def test_correlated_pair_is_recorded_at_its_privacy_scale():
     with recording() as ledger:
         gaussian_noise(rng, 2.0, 3, sensitivity=1.0, correlation=-0.6)
     assert ledger.entries[0].scale == pytest.approx(2.0 * math.sqrt(1 - 0.36))
+
+
+def _pipeline_fit():
+    from sklearn.pipeline import make_pipeline
+
+    X, y, _, _ = _data(n=2000)
+    return make_pipeline(
+        skdp.preprocessing.StandardScaler(bounds=(-4.0, 4.0), epsilon=0.3),
+        skdp.HeavyTailedLinearRegression(epsilon=1.0, random_state=0),
+    ).fit(X, y)
+
+
+def test_receipt_verifies_to_spent(tmp_path):
+    from skdp.verify import main
+
+    pipe = _pipeline_fit()
+    record = json.loads(json.dumps(skdp.receipt(pipe)))
+    eps, delta = skdp.spent(pipe)
+    assert record["epsilon"] == pytest.approx(eps) and record["delta"] == delta
+    assert [s["estimator"] for s in record["steps"]] == [
+        "StandardScaler",
+        "HeavyTailedLinearRegression",
+    ]
+    assert verify(record) == pytest.approx(eps, rel=RTOL)
+    path = tmp_path / "receipt.json"
+    path.write_text(json.dumps(record))
+    assert main([str(path)]) == 0
+    # A receipt whose draws were smaller than stated fails the check.
+    entry = record["steps"][1]["ledger"]["entries"][-1]
+    entry["scale"] /= 2.0
+    path.write_text(json.dumps(record))
+    assert verify(record) > eps
+    assert main([str(path)]) == 1
+
+
+def test_receipt_of_a_nonprivate_pipeline_is_infinite():
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y, _, _ = _data()
+    pipe = make_pipeline(
+        StandardScaler(), skdp.HeavyTailedLinearRegression(random_state=0)
+    ).fit(X, y)
+    record = skdp.receipt(pipe)
+    assert record["nonprivate_steps"] == ["standardscaler"]
+    assert record["epsilon"] is None and verify(record) == math.inf

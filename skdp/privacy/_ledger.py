@@ -482,6 +482,23 @@ def record_failure(probability, label=""):
 def _as_ledger(ledger):
     if isinstance(ledger, PrivacyLedger):
         return ledger
+    if isinstance(ledger, dict) and "skdp_receipt" in ledger:
+        # Every step of a receipt reads the same rows: their draws compose.
+        entries, scopes = [], {}
+        for step in ledger["steps"]:
+            part = PrivacyLedger.from_dict(step["ledger"])
+            offset = len(scopes)
+            scopes.update({k + offset: v for k, v in part.scopes.items()})
+            entries += [
+                LedgerEntry(
+                    **{
+                        **asdict(e),
+                        "path": tuple((k + offset, i) for k, i in e.path),
+                    }
+                )
+                for e in part.entries
+            ]
+        return PrivacyLedger(entries, scopes)
     if isinstance(ledger, dict):
         return PrivacyLedger.from_dict(ledger)
     found = getattr(ledger, "privacy_ledger_", None)
@@ -493,7 +510,7 @@ def _as_ledger(ledger):
     return found
 
 
-def verify(ledger, delta):
+def verify(ledger, delta=None):
     """Epsilon at ``delta`` of the draws in ``ledger``, from its entries alone.
 
     The ledger's entries are composed within their scopes and certified by
@@ -505,10 +522,12 @@ def verify(ledger, delta):
     Parameters
     ----------
     ledger : PrivacyLedger, dict or fitted estimator
-        A ledger, its :meth:`~PrivacyLedger.to_dict` output, or a fitted
+        A ledger, its :meth:`~PrivacyLedger.to_dict` output, a receipt
+        (:func:`skdp.receipt`: its steps' ledgers compose), or a fitted
         estimator (its ``privacy_ledger_``).
-    delta : float
-        In (0, 1).
+    delta : float, optional
+        In (0, 1). Default: the receipt's ``delta``, or the estimator's
+        ``privacy_spent_[1]``; required for a bare ledger.
 
     Returns
     -------
@@ -530,6 +549,15 @@ def verify(ledger, delta):
     >>> round(verify(ledger, 1e-6), 3)
     4.887
     """
+    if delta is None:
+        if isinstance(ledger, dict) and "skdp_receipt" in ledger:
+            delta = ledger["delta"]
+        elif hasattr(ledger, "privacy_spent_"):
+            delta = ledger.privacy_spent_[1]
+        else:
+            raise TypeError("verify needs a delta for a bare ledger.")
+    if isinstance(ledger, dict) and ledger.get("nonprivate_steps"):
+        return math.inf  # a step learnt from the data without privacy
     event = _as_ledger(ledger).event()
     if isinstance(event, NoOpDpEvent):
         return 0.0  # no draw: nothing released (any delta, 0 included)
