@@ -96,9 +96,9 @@ def test_release_noise_matches_its_event(monkeypatch):
     drawn = []
     original = calibration.gaussian_mechanism
 
-    def spy(value, sensitivity, noise_multiplier, *, rng):
+    def spy(value, sensitivity, noise_multiplier, *, rng, **ledger):
         drawn.append((sensitivity, noise_multiplier))
-        return original(value, sensitivity, noise_multiplier, rng=rng)
+        return original(value, sensitivity, noise_multiplier, rng=rng, **ledger)
 
     monkeypatch.setattr(calibration, "gaussian_mechanism", spy)
     X, y = _logistic_data(2_000, np.array([1.0, 0.0]), -2.0, 8)

@@ -28,9 +28,9 @@ def drawn(monkeypatch):
     log = []
     original = calibration.gaussian_mechanism
 
-    def spy(value, sensitivity, noise_multiplier, *, rng):
+    def spy(value, sensitivity, noise_multiplier, *, rng, **ledger):
         log.append((sensitivity, noise_multiplier, value.copy()))
-        return original(value, sensitivity, noise_multiplier, rng=rng)
+        return original(value, sensitivity, noise_multiplier, rng=rng, **ledger)
 
     monkeypatch.setattr(calibration, "gaussian_mechanism", spy)
     return log

@@ -7,6 +7,7 @@ option, and disagree when the noise is not what the plan said.
 
 import json
 import math
+import warnings
 
 import dp_accounting
 import numpy as np
@@ -288,3 +289,41 @@ def test_receipt_of_a_nonprivate_pipeline_is_infinite():
     record = skdp.receipt(pipe)
     assert record["nonprivate_steps"] == ["standardscaler"]
     assert record["epsilon"] is None and verify(record) == math.inf
+
+
+@pytest.mark.parametrize(
+    "kind, n, d",
+    [
+        ("linear", 12_000, 4),  # large-n rule + intercept correction
+        ("linear", 300, 5),  # scale margin bought with budget
+        ("binary", 400, 5),  # with the logit calibration
+        ("multinomial", 400, 20),  # no clip search at the cap
+    ],
+)
+def test_heavy_tailed_draws_compose_to_the_budget(kind, n, d):
+    """The draws of a heavy-tailed fit, read from its ledger, are exactly its
+    GDP budget (replaces review R4's spies on every drawing module)."""
+    from skdp.privacy import Budget, gdp_mu_of
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_t(3, size=(n, d)) * 50
+    kw = dict(epsilon=1.0, delta=1e-5, random_state=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # raw units: the scale warnings
+        if kind == "linear":
+            y = X @ np.ones(d) + rng.exponential(30, size=n)
+            est = skdp.HeavyTailedLinearRegression(**kw).fit(X, y)
+        elif kind == "binary":
+            est = skdp.HeavyTailedLogisticRegression(**kw).fit(X, (X[:, 0] > 0) * 1)
+        else:
+            y = np.digitize(X[:, 0], [-20, 0, 20])
+            est = skdp.HeavyTailedLogisticRegression(**kw).fit(X, y)
+    labels = {e.label for e in est.privacy_ledger_.entries}
+    assert ("clipped residual sum" in labels) == (n > 10_000)
+    assert ("logit histogram" in labels) == (kind == "binary")
+    mu = Budget.from_target(1.0, 1e-5, margin=False).mu
+    drawn = gdp_mu_of(est.privacy_ledger_.event())
+    assert drawn == pytest.approx(mu, rel=1e-8) and drawn <= mu
+    assert verify(est.privacy_ledger_, 1e-5) == pytest.approx(
+        est.privacy_spent_[0], rel=RTOL
+    )

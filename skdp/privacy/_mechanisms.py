@@ -139,7 +139,9 @@ def gaussian_noise(
     return rng.normal(0.0, std, size=size)
 
 
-def gaussian_mechanism(value, sensitivity, noise_multiplier, *, rng):
+def gaussian_mechanism(
+    value, sensitivity, noise_multiplier, *, rng, label="gaussian_mechanism"
+):
     """Release ``value + N(0, (noise_multiplier * sensitivity)**2 I)``.
 
     Parameters
@@ -152,6 +154,8 @@ def gaussian_mechanism(value, sensitivity, noise_multiplier, *, rng):
         ``sigma / sensitivity``; the matching event is
         ``GaussianDpEvent(noise_multiplier)``.
     rng : numpy.random.Generator
+    label : str, default="gaussian_mechanism"
+        What is released, for reading the privacy ledger.
 
     Returns
     -------
@@ -176,7 +180,7 @@ def gaussian_mechanism(value, sensitivity, noise_multiplier, *, rng):
         noise_multiplier * sensitivity,
         value.shape or None,
         sensitivity=sensitivity,
-        label="gaussian_mechanism",
+        label=label,
     )
     out = value + noise
     return float(out) if out.ndim == 0 else out

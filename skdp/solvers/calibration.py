@@ -232,5 +232,7 @@ def private_logit_calibration(X, y, coef, intercept, noise_multiplier, *, rng):
     if noise_multiplier == 0:
         return 1.0, 0.0
     counts = logit_cell_counts(X, y, coef, intercept)
-    noisy = gaussian_mechanism(counts, math.sqrt(2.0), noise_multiplier, rng=rng)
+    noisy = gaussian_mechanism(
+        counts, math.sqrt(2.0), noise_multiplier, rng=rng, label="logit histogram"
+    )
     return calibrate_from_counts(noisy, noise_multiplier * math.sqrt(2.0))
