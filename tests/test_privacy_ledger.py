@@ -21,9 +21,9 @@ from skdp.privacy import (
     PrivacyLedger,
     certify_epsilon,
     gaussian_noise,
+    hidden_from_ledgers,
     parallel_scope,
     recording,
-    selection_scope,
     verify,
 )
 from skdp.privacy._mechanisms import _scaled_noise
@@ -184,33 +184,48 @@ def test_scopes_compose_as_the_plan():
     assert type(event).__name__ == "ParallelDpEvent"
 
 
-def test_nested_ledgers_and_selection():
+def test_nested_ledgers_and_hidden_draws():
     rng = np.random.default_rng(0)
     with recording() as outer:
-        selection = selection_scope(5.0, 1.0, 1e-6)
-        for run in range(3):
-            with selection.part(run), recording() as inner:
-                gaussian_noise(rng, 4.0, sensitivity=1.0)
-            # a trial's own ledger has no path into the search's scopes
-            assert inner.entries[0].path == ()
-    # numbered per ledger: the selection is the outer ledger's scope 0
-    assert [e.path for e in outer.entries] == [((0, r),) for r in range(3)]
-    assert type(outer.event()).__name__ == "PrivateSelectionDpEvent"
+        parts = parallel_scope(2)
+        with parts.part(1), recording() as inner:
+            gaussian_noise(rng, 4.0, sensitivity=1.0)
+        # a nested ledger has no path into the scopes opened before it
+        assert inner.entries[0].path == ()
+        with hidden_from_ledgers(), recording() as trial:
+            gaussian_noise(rng, 2.0, sensitivity=1.0)
+    assert [e.path for e in outer.entries] == [((0, 1),)]  # not the hidden draw
+    assert len(trial) == 1
 
 
-def test_search_ledger_holds_its_trials():
-    X, y, _, _ = _data()
-    search = skdp.model_selection.PrivateSearchCV(
-        skdp.HeavyTailedLinearRegression(max_iter=3),
-        param_grid={"max_iter": [2, 3]},
-        epsilon=2.0,
-        loss_bound=4.0,
-        mean_trials=4.0,
-        random_state=0,
-    ).fit(X, y)
-    labels = {e.label for e in search.privacy_ledger_.entries}
-    assert "validation loss" in labels and "clipped gradient sum" in labels
-    assert search.best_estimator_.privacy_ledger_.entries
+def test_search_ledger_hides_its_trials_and_certifies_all_candidates():
+    """The search's ledger lists neither the number of trials nor their draws
+    (secret under private selection): one entry, the selection's certified
+    pair over every candidate, so it verifies to privacy_spent_ even when the
+    costliest candidate never ran (or no trial did)."""
+    X, y, labels, groups = _data(n=1000)
+    grid = [
+        {"solver": ["gda"]},
+        {"solver": ["nispp"], "sampling": ["poisson"], "batch_size": [50], "max_iter": [3]},
+    ]
+    for seed, mean, shape in ((1, 2.0, 1.0), (7, 1.0, np.inf), (3, 4.0, 1.0)):
+        search = skdp.model_selection.PrivateSearchCV(
+            skdp.MinimaxFairClassifier(classes=[0, 1], groups=[0, 1]),
+            param_grid=grid,
+            epsilon=1.0,
+            delta=1e-6,
+            mean_trials=mean,
+            trials_shape=shape,
+            random_state=seed,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            search.fit(X, labels, sensitive_features=groups)
+        entries = search.privacy_ledger_.entries
+        assert [e.mechanism for e in entries] == ["selection"]
+        eps, delta = search.privacy_spent_
+        assert verify(search.privacy_ledger_, delta) == pytest.approx(eps, rel=RTOL)
+        assert skdp.spent(search)[0] == pytest.approx(eps, rel=RTOL)
 
 
 def test_ledger_entry_events():

@@ -2,7 +2,6 @@
 
 import contextlib
 import io
-import itertools
 import math
 import warnings
 from copy import deepcopy
@@ -23,7 +22,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 
 from ..base import PrivateEstimatorMixin
-from ..privacy import parallel_scope, selection_scope
+from ..privacy import LedgerEntry, certify_epsilon, hidden_from_ledgers
+from ..privacy._ledger import record
 from ..utils._validation import unechoed
 from ._plan import RecordingAccountant, plan_search, probe_plan
 from ._scoring import noisy_validation_loss
@@ -375,28 +375,11 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
         self._spend(plan.event)
         _reemit(caught)
 
-        # The privacy ledger sees the trials as the plan does: each run a
-        # trial of the selection, its fit (training part) and its score
-        # (validation part) on disjoint rows.
-        selection = selection_scope(
-            float(self.mean_trials), float(self.trials_shape), self.delta_
-        )
-        runs = itertools.count()
-
         def run_trial(c, rng):
-            with selection.part(next(runs)):
-                trial = parallel_scope(2)
-                with trial.part(0):
-                    model = fit_trial(c, rng)
-                with trial.part(1):
-                    loss = noisy_validation_loss(
-                        model,
-                        X_val,
-                        y_val,
-                        loss_bound,
-                        plan.score_noise_multiplier,
-                        rng,
-                    )
+            model = fit_trial(c, rng)
+            loss = noisy_validation_loss(
+                model, X_val, y_val, loss_bound, plan.score_noise_multiplier, rng
+            )
             return loss, model
 
         def fit_trial(c, rng):
@@ -424,14 +407,29 @@ class PrivateSearchCV(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
             # A warning or a progress line (the searched estimator's own
             # ``verbose``) per trial would reveal the number of trials.
             warnings.simplefilter("ignore")
-            best = select_best(
-                rng,
-                len(candidates),
-                float(self.mean_trials),
-                float(self.trials_shape),
-                run_trial,
+            with hidden_from_ledgers():
+                # K, the trials' candidates and their releases are secret:
+                # the search's ledger does not list them (each trial's
+                # estimator keeps its own; only the released one is kept).
+                best = select_best(
+                    rng,
+                    len(candidates),
+                    float(self.mean_trials),
+                    float(self.trials_shape),
+                    run_trial,
+                )
+        # The selection as a whole: the (epsilon, delta) its analysis
+        # certifies over every candidate (a property of the plan: which
+        # candidates ran is secret).
+        selection = plan.event
+        record(
+            LedgerEntry(
+                "selection",
+                epsilon=certify_epsilon(selection, selection.delta),
+                probability=selection.delta,
+                label="private selection",
             )
-
+        )
         self._record_privacy(plan.event)
         self.trial_epsilon_ = float(plan.trial_epsilon)
         self.trial_delta_ = float(plan.trial_delta)

@@ -48,6 +48,7 @@ from ._conversions import (
     zcdp_rho,
 )
 from ._events import (
+    ApproxDpEvent,
     ComposedDpEvent,
     DpEvent,
     FailureDpEvent,
@@ -65,10 +66,10 @@ from ._events import (
 from ._ledger import (
     LedgerEntry,
     PrivacyLedger,
+    hidden_from_ledgers,
     parallel_scope,
     record_failure,
     recording,
-    selection_scope,
     verify,
 )
 from ._mechanisms import (
@@ -109,6 +110,7 @@ __all__ = [
     "ComposedDpEvent",
     "DpEvent",
     "FailureDpEvent",
+    "ApproxDpEvent",
     "GaussianDpEvent",
     "NoOpDpEvent",
     "NonPrivateDpEvent",
@@ -141,6 +143,6 @@ __all__ = [
     "parallel_scope",
     "record_failure",
     "recording",
-    "selection_scope",
+    "hidden_from_ledgers",
     "verify",
 ]

@@ -43,6 +43,7 @@ from scipy.special import log_ndtr
 
 from ._conversions import gdp_delta, gdp_epsilon, pure_to_zcdp
 from ._events import (
+    ApproxDpEvent,
     FailureDpEvent,
     ParallelDpEvent,
     PrivateSelectionDpEvent,
@@ -240,6 +241,10 @@ def profiles(event):
         return [_Profile(nonprivate=True)]
     if isinstance(event, PureDpEvent) and event.epsilon == 0:
         return [_Profile()]
+    if isinstance(event, ApproxDpEvent):
+        if math.isinf(event.epsilon):
+            return [_Profile(nonprivate=True)]
+        return [_Profile(others={("approx", float(event.epsilon), float(event.delta)): 1})]
     if isinstance(event, PrivateSelectionDpEvent):
         from ._selection import selection_epsilon
 

@@ -52,6 +52,7 @@ __all__ = [
     "ParallelDpEvent",
     "PureDpEvent",
     "FailureDpEvent",
+    "ApproxDpEvent",
     "PrivateSelectionDpEvent",
     "gaussian_steps",
 ]
@@ -152,6 +153,35 @@ class FailureDpEvent(dp_event.DpEvent):
     """
 
     probability: float
+
+
+@attr.define(frozen=True)
+class ApproxDpEvent(dp_event.DpEvent):
+    """A step certified ``(epsilon, delta)``-DP as a whole (replace-one).
+
+    The privacy ledger's record of a private selection: the trials it ran
+    stay secret, so the selection enters as the pair its analysis
+    certifies. The composition engine uses the pair that dominates every
+    ``(epsilon, delta)``-DP mechanism, as for
+    :class:`PrivateSelectionDpEvent`.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+
+    References
+    ----------
+    - Kairouz, Oh and Viswanath, "The composition theorem for differential privacy", ICML 2015.
+
+    Examples
+    --------
+    >>> from skdp.privacy import ApproxDpEvent
+    >>> ApproxDpEvent(1.0, 1e-6)
+    ApproxDpEvent(epsilon=1.0, delta=1e-06)
+    """
+
+    epsilon: float
+    delta: float
 
 
 def gaussian_steps(noise_multiplier, steps=1):

@@ -13,9 +13,11 @@ Structure that is not a draw is recorded as a *scope* around draws:
 
 - :func:`parallel_scope` for releases on disjoint, data-independent parts of
   the data (a :class:`~skdp.privacy.ParallelDpEvent` of the parts);
-- :func:`selection_scope` for the private selection of
-  :class:`~skdp.model_selection.PrivateSearchCV` (a
-  :class:`~skdp.privacy.PrivateSelectionDpEvent` of the trials run);
+- :func:`hidden_from_ledgers` around work whose draws must not be listed:
+  the trials of :class:`~skdp.model_selection.PrivateSearchCV`, whose number
+  and contents the private selection keeps secret. The search records one
+  ``"selection"`` entry instead, the ``(epsilon, delta)`` its analysis
+  certifies over all candidates;
 - a draw on a sampled batch names its sampling (``sampling=``), and a
   data-independent failure probability is an entry of its own
   (:func:`record_failure`).
@@ -34,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 
 from ._composition import certify_epsilon
 from ._events import (
+    ApproxDpEvent,
     ComposedDpEvent,
     FailureDpEvent,
     GaussianDpEvent,
@@ -41,7 +44,6 @@ from ._events import (
     NoOpDpEvent,
     ParallelDpEvent,
     PoissonSampledDpEvent,
-    PrivateSelectionDpEvent,
     PureDpEvent,
     SampledWithoutReplacementDpEvent,
     SelfComposedDpEvent,
@@ -53,11 +55,11 @@ __all__ = [
     "parallel_scope",
     "record_failure",
     "recording",
-    "selection_scope",
+    "hidden_from_ledgers",
     "verify",
 ]
 
-MECHANISMS = ("gaussian", "exponential", "failure")
+MECHANISMS = ("gaussian", "exponential", "failure", "selection")
 
 # The ledgers open in this context, and the scope path of the next draw.
 _OPEN = contextvars.ContextVar("skdp_open_ledgers", default=())
@@ -71,13 +73,15 @@ class LedgerEntry:
 
     Parameters
     ----------
-    mechanism : {"gaussian", "exponential", "failure"}
+    mechanism : {"gaussian", "exponential", "failure", "selection"}
         ``"gaussian"``: noise ``N(0, scale**2)`` on each of ``size``
         coordinates of a statistic of L2 sensitivity ``sensitivity``.
         ``"exponential"``: Gumbel-max selection with Gumbel scale ``scale``
         on a utility of sensitivity ``sensitivity`` (the exponential
         mechanism, ``2 sensitivity / scale``-DP). ``"failure"``: a
         data-independent bad event of probability ``probability``.
+        ``"selection"``: a private selection certified
+        ``(epsilon, probability)``-DP as a whole.
     sensitivity : float
         Replace-one sensitivity of the noised statistic, enforced by clipping
         to public bounds.
@@ -92,11 +96,13 @@ class LedgerEntry:
         ``()`` for a full-batch statistic, ``("poisson", q)`` or
         ``("without_replacement", n, m)`` for one on a sampled batch.
     path : tuple
-        ``((scope, index), ...)``: the parallel parts and selection trials
-        the draw lies in, outermost first (``scope`` is the ledger's own
-        number of the scope, in order of opening).
+        ``((scope, index), ...)``: the parallel parts the draw lies in,
+        outermost first (``scope`` is the ledger's own number of the scope,
+        in order of opening).
     probability : float
-        Of a ``"failure"`` entry.
+        Of a ``"failure"`` entry; the ``delta`` of a ``"selection"`` entry.
+    epsilon : float
+        Of a ``"selection"`` entry.
     label : str
         What was released (for reading; not used by :func:`verify`).
 
@@ -121,12 +127,15 @@ class LedgerEntry:
     path: tuple = ()
     probability: float = 0.0
     label: str = ""
+    epsilon: float = 0.0
 
     @property
     def event(self):
         """The entry's :class:`~dp_accounting.DpEvent`, from its fields alone."""
         if self.mechanism == "failure":
             return FailureDpEvent(float(self.probability))
+        if self.mechanism == "selection":
+            return ApproxDpEvent(float(self.epsilon), float(self.probability))
         if self.sensitivity == 0.0:
             return NoOpDpEvent()  # nothing data-dependent was noised
         if self.scale == 0.0:
@@ -166,8 +175,7 @@ class PrivacyLedger:
         into one entry's ``repetitions`` (their order does not matter to
         composition).
     scopes : dict
-        ``{scope_id: descriptor}``: ``{"kind": "parallel", "parts": k}`` or
-        ``{"kind": "selection", "mean": ..., "shape": ..., "delta": ...}``.
+        ``{scope_id: {"kind": "parallel", "parts": k}}``.
 
     References
     ----------
@@ -260,19 +268,12 @@ def _compose(entries, scopes, depth):
             i: _compose(group, scopes, depth + 1) for i, group in members.items()
         }
         if scope["kind"] == "parallel":
+            if any(not 0 <= i < scope["parts"] for i in parts):
+                raise ValueError(f"A draw lies outside the {scope['parts']} parts.")
             # A part with no draw releases nothing: the record may lie there.
             events.append(
                 ParallelDpEvent(
                     [parts.get(i, NoOpDpEvent()) for i in range(scope["parts"])]
-                )
-            )
-        elif scope["kind"] == "selection":
-            events.append(
-                PrivateSelectionDpEvent(
-                    [parts[i] for i in sorted(parts)],
-                    float(scope["mean"]),
-                    float(scope["shape"]),
-                    float(scope["delta"]),
                 )
             )
         else:
@@ -419,20 +420,17 @@ def parallel_scope(n_parts):
     return _Scope({"kind": "parallel", "parts": int(n_parts)})
 
 
-def selection_scope(mean, shape, delta):
-    """Open a private-selection scope (see :class:`PrivateSelectionDpEvent`).
+@contextlib.contextmanager
+def hidden_from_ledgers():
+    """Draws made inside the block go to no ledger opened outside it.
 
-    Parameters
-    ----------
-    mean, shape : float
-        Of the truncated negative binomial number of trials.
-    delta : float
-        The selection event's ``delta``.
+    For work whose draws are secret (the trials of a private selection:
+    their number, candidates and intermediate releases). Ledgers opened
+    inside the block (a trial estimator's own) record as usual.
 
-    Returns
-    -------
-    scope
-        ``with scope.part(i):`` marks the draws of trial ``i``.
+    Yields
+    ------
+    None
 
     References
     ----------
@@ -441,18 +439,19 @@ def selection_scope(mean, shape, delta):
     Examples
     --------
     >>> import numpy as np
-    >>> from skdp.privacy import gaussian_noise, recording
+    >>> from skdp.privacy import gaussian_noise
     >>> with recording() as ledger:
-    ...     trials = selection_scope(5.0, 1.0, 1e-6)
-    ...     with trials.part(0):
-    ...         _ = gaussian_noise(np.random.default_rng(0), 4.0, sensitivity=1.0)
-    >>> type(ledger.event()).__name__
-    'PrivateSelectionDpEvent'
+    ...     with hidden_from_ledgers():
+    ...         _ = gaussian_noise(np.random.default_rng(0), 1.0, sensitivity=1.0)
+    >>> len(ledger)
+    0
     """
-    return _Scope(
-        {"kind": "selection", "mean": float(mean), "shape": float(shape),
-         "delta": float(delta)}
-    )
+    token, path = _OPEN.set(()), _PATH.set(())
+    try:
+        yield
+    finally:
+        _PATH.reset(path)
+        _OPEN.reset(token)
 
 
 def record_failure(probability, label=""):
