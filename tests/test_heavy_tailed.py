@@ -391,12 +391,12 @@ def test_small_n_regression_estimates_scales_in_natural_units():
 
 
 def test_auto_steps_rule_is_public_in_n():
-    # max_iter="auto": 30 steps below n = 1e4, 100 steps from n = 1e4 on with
-    # at least 40% of the gradients clipped (same scale 6); an explicit
-    # max_iter is used as given.
+    # max_iter="auto": 30 steps below n = 1e4, 100 steps from n = 1e4 on; the
+    # clipped fraction is the default rule's on both sides (it follows the
+    # noise, so it vanishes with it); an explicit max_iter is used as given.
     rng = np.random.default_rng(4)
     d = 3
-    for n, steps, floor in ((9_999, 30, 0.0), (10_000, 100, 0.4)):
+    for n, steps in ((9_999, 30), (10_000, 100)):
         X = rng.standard_t(3, size=(n, d))
         y = X @ np.ones(d) + rng.standard_t(3, size=n)
         m = HeavyTailedLinearRegression(epsilon=1.0, delta=1e-8, random_state=0)
@@ -407,7 +407,7 @@ def test_auto_steps_rule_is_public_in_n():
         plan = m._make_plan(n, d + 1, m._budget(1), SquaredLoss())
         z = plan.gd.z_grad
         assert plan.gd.clip_fraction == pytest.approx(
-            min(0.7, max(floor, 6.0 * z * np.sqrt(d + 1) / n))
+            min(0.7, 6.0 * z * np.sqrt(d + 1) / n)
         )
         fixed = HeavyTailedLinearRegression(
             epsilon=1.0, delta=1e-8, max_iter=30, random_state=0
@@ -439,12 +439,19 @@ def test_large_n_rule_corrects_the_intercept_and_pays_for_it():
     corr = make_intercept_plan(m._budget(1, 0.04))
     total = gdp_mu_of(ComposedDpEvent([plan.event, corr.event]))
     assert total == pytest.approx(mu)
-    # skewed noise (mean 0): the heavily clipped run's intercept is a robust
-    # location; the correction moves it back to the least-squares one (3)
-    off = HeavyTailedLinearRegression(epsilon=1.0, delta=1e-9, random_state=0)
-    off._intercept_share = lambda n, loss: 0.0
-    off.fit(X, y)
-    assert abs(m.intercept_ - 3.0) < 0.5 * abs(off.intercept_ - 3.0)
+    # skewed noise (mean 0): where the noise makes the run clip heavily
+    # (epsilon = 0.3: about 20% of the gradients), its intercept is a robust
+    # location; the correction moves it toward the least-squares one (3)
+    errors = {True: [], False: []}
+    for seed in range(5):
+        for corrected in (True, False):
+            est = HeavyTailedLinearRegression(
+                epsilon=0.3, delta=1e-9, random_state=seed
+            )
+            if not corrected:
+                est._intercept_share = lambda n, loss: 0.0
+            errors[corrected].append(abs(est.fit(X, y).intercept_ - 3.0))
+    assert np.median(errors[True]) < 0.8 * np.median(errors[False])
     # no correction below n = 1e4, for the Huber loss, or a given max_iter
     small = HeavyTailedLinearRegression(random_state=0)
     assert small._intercept_share(9_999, SquaredLoss()) == 0.0

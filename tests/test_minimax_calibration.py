@@ -9,7 +9,7 @@ from sklearn.metrics import log_loss
 
 import skdp.solvers.calibration as calibration
 from skdp import MinimaxFairClassifier, PrivacyAccountant
-from skdp.privacy import Budget, certify_epsilon, gdp_mu_of
+from skdp.privacy import Budget, certify_epsilon, gdp_mu_of, verify
 from skdp.solvers.calibration import calibration_event, logit_cell_counts
 from skdp.solvers.saddle_point.plan import gda_plan, gda_schedule, plan_minimax
 
@@ -94,17 +94,36 @@ def test_nothing_is_planned_or_drawn_where_it_does_not_apply(drawn):
     off = MinimaxFairClassifier(classes=[0, 1], calibration_share=0.0, random_state=0)
     off.fit(X, y)
     y3 = np.digitize(X[:, 0], [-0.5, 0.5])
-    multi = MinimaxFairClassifier(classes=[0, 1, 2], random_state=0).fit(X, y3)
+    multi = MinimaxFairClassifier(
+        classes=[0, 1, 2], calibration_share=0.0, random_state=0
+    ).fit(X, y3)
     assert not drawn
     for clf in (free, no_intercept, off, multi):
         assert clf.logit_calibration_ is None
+    # more classes: the shrinkage toward the base rates instead of the histogram
+    shrunk = MinimaxFairClassifier(classes=[0, 1, 2], random_state=0).fit(X, y3)
+    assert [round(d[0], 6) for d in drawn] == [
+        round(math.sqrt(2.0), 6),
+        round(2.0 * math.sqrt(6.0), 6),
+    ]
+    scale, shift = shrunk.logit_calibration_
+    assert 0.0 <= scale <= 1.0 and np.shape(shift) == (3,)
+    assert verify(shrunk.privacy_ledger_, shrunk.delta_) == pytest.approx(
+        shrunk.privacy_spent_[0], rel=1e-6
+    )
     # the plan of a fit without calibration is the plan with a zero share
-    for n_classes, kw in ((2, dict(fit_intercept=False)), (3, {})):
+    for n_classes in (2, 3):
+        kw = dict(fit_intercept=False)
         plan = plan_minimax(
             1.0, 1e-6, 1_500, 2, 1, n_classes, calibration_share=0.1, **kw
         )
-        assert plan.calibration_noise_multiplier == 0.0
+        assert plan.calibration_noise_multiplier == plan.shrinkage_mu == 0.0
         assert plan == plan_minimax(1.0, 1e-6, 1_500, 2, 1, n_classes, **kw)
+    multi = plan_minimax(1.0, 1e-6, 1_500, 2, 1, 3, calibration_share=0.1)
+    assert multi.calibration_noise_multiplier == 0.0
+    assert multi.shrinkage_mu == pytest.approx(
+        Budget.from_target(1.0, 1e-6, margin=False).share(0.1).mu
+    )
     assert plan_minimax(np.inf, 1e-6, 1_500, 2, 1, 2, calibration_share=0.1) == (
         plan_minimax(np.inf, 1e-6, 1_500, 2, 1, 2)
     )

@@ -234,7 +234,9 @@ def test_multiclass_plan_is_exactly_gdp_and_the_same_as_binary():
         feature_norm=3.0,
         random_state=0,
     )
-    clf = MinimaxFairClassifier(classes=range(4), **kw)
+    # without the recalibration (tests/test_softmax_shrinkage.py), the steps
+    # are the whole plan
+    clf = MinimaxFairClassifier(classes=range(4), calibration_share=0.0, **kw)
     clf.fit(X, y, sensitive_features=g)
     eps, delta = clf.privacy_spent_
     z, T = clf.constants_["noise_multiplier"], clf.n_iter_
@@ -248,7 +250,9 @@ def test_multiclass_plan_is_exactly_gdp_and_the_same_as_binary():
     # Whole-record clip: 0.7 row bounds when noisy (the multinomial
     # gradient's norm is at most sqrt(2) row bounds, reached without noise).
     assert clf.constants_["clip"] == pytest.approx(0.7 * math.hypot(3, 1))
-    free = MinimaxFairClassifier(classes=range(4), **{**kw, "epsilon": np.inf})
+    free = MinimaxFairClassifier(
+        classes=range(4), calibration_share=0.0, **{**kw, "epsilon": np.inf}
+    )
     free.fit(X, y, sensitive_features=g)
     assert free.constants_["clip"] == pytest.approx(math.sqrt(2) * math.hypot(3, 1))
     assert clf.noise_std_ <= z * stacked_sensitivity(
@@ -449,7 +453,7 @@ def test_multinomial_clip_scale_rule_is_public_continuous_and_free():
     ).fit(X, y)
     r = plan_module.multinomial_noise_ratio(
         plan_module.plan_minimax(
-            1.0, clf.delta_, 200, 4, 1, 3, estimate_norm=False
+            1.0, clf.delta_, 200, 4, 1, 3, estimate_norm=False, calibration_share=0.1
         ).noise_multiplier,
         200,
         5,

@@ -15,6 +15,8 @@ from skdp.model_selection import PrivateSearchCV, _search
 from skdp.model_selection._scoring import noisy_validation_loss
 from skdp.privacy.audit import audit_estimator
 
+pytestmark = pytest.mark.slow
+
 N_FITS = 300
 
 

@@ -103,7 +103,11 @@ def test_multinomial_pays_once_and_the_event_matches_the_budget():
     X, y = _multiclass(4000, K=4)
     acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
     clf = HeavyTailedLogisticRegression(
-        epsilon=1.0, delta=1e-6, accountant=acc, random_state=0
+        calibration_share=0.0,  # the solver alone
+        epsilon=1.0,
+        delta=1e-6,
+        accountant=acc,
+        random_state=0,
     ).fit(X, y)
     eps, delta = clf.privacy_spent_
     assert 0.97 <= eps <= 1.0 and delta == 1e-6
@@ -310,7 +314,10 @@ def test_digits_fit_at_tiny_epsilon_is_never_wrecked_by_an_astray_truncation(see
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clf = HeavyTailedLogisticRegression(
-            epsilon=0.25, classes=range(10), random_state=seed
+            calibration_share=0.0,  # the solver alone
+            epsilon=0.25,
+            classes=range(10),
+            random_state=seed,
         ).fit(Xtr, ytr)
     assert 4.8 < clf.truncation_threshold_ < 100.0  # keeps every row, not absurd
     import skdp.solvers.heavy_tailed.multinomial as mn
@@ -556,7 +563,10 @@ def test_no_search_clip_is_capped_by_the_score_noise():
     X, y = _multiclass(133, d=13, K=3, seed=4)
     X = X / 4.0
     m = HeavyTailedLogisticRegression(
-        epsilon=1.0, classes=range(3), random_state=0
+        calibration_share=0.0,  # the solver alone
+        epsilon=1.0,
+        classes=range(3),
+        random_state=0,
     ).fit(X, y)
     clips = np.ravel(m.clip_thresholds_)
     assert np.ptp(clips) == 0
@@ -573,7 +583,10 @@ def test_no_search_clip_is_capped_by_the_score_noise():
     X2, y2 = X.copy(), y.copy()
     X2[0], y2[0] = 50.0, (y[0] + 1) % 3
     m2 = HeavyTailedLogisticRegression(
-        epsilon=1.0, classes=range(3), random_state=1
+        calibration_share=0.0,  # the solver alone
+        epsilon=1.0,
+        classes=range(3),
+        random_state=1,
     ).fit(X2, y2)
     np.testing.assert_array_equal(m2.clip_thresholds_, m.clip_thresholds_)
     # without noise there is no cap
@@ -761,7 +774,12 @@ def test_small_n_plan_is_the_plan_without_releases(monkeypatch, n, d, eps):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clf = HeavyTailedLogisticRegression(
-            epsilon=eps, delta=delta, classes=range(K), accountant=acc, random_state=0
+            calibration_share=0.0,  # the solver alone
+            epsilon=eps,
+            delta=delta,
+            classes=range(K),
+            accountant=acc,
+            random_state=0,
         ).fit(X, y)
     (event,) = [e for _, e in acc.ledger]
     mu = gdp_mu(eps, delta)

@@ -21,6 +21,8 @@ from skdp.privacy._mechanisms import _scaled_noise
 from skdp.privacy.audit import audit_estimator, label_flip_canary
 from skdp.solvers.bilevel.ridge.curvature import clipped_curvature
 
+pytestmark = pytest.mark.slow
+
 CASES = audit_cases(
     [e for e in public_estimators() if type(e).__name__ in AUDIT_PARAMS]
 )

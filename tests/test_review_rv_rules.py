@@ -45,7 +45,9 @@ def test_noise_capped_clip_noise_follows_the_capped_level(monkeypatch):
     monkeypatch.setattr(mn, "noise_capped_clip", cap)
     monkeypatch.setattr(mn, "clipped_multinomial_gradient_sum", clipped)
     monkeypatch.setattr(mn, "gaussian_noise", noisy)
-    m = HeavyTailedLogisticRegression(epsilon=1.0, classes=range(K), random_state=0)
+    m = HeavyTailedLogisticRegression(
+        epsilon=1.0, classes=range(K), calibration_share=0.0, random_state=0
+    )
     m.fit(X, y)
     assert len(calls["cap"]) == 1
     s, step, z, T, n_, d_ = calls["cap"][0]

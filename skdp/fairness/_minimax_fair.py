@@ -11,7 +11,10 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 from ..base import PrivateClassifierMixin, PrivateEstimatorMixin
 from ..exceptions import warn_inferred_set
 from ..solvers._distributed import is_dask_collection, lazy_rows
-from ..solvers.calibration import private_logit_calibration
+from ..solvers.calibration import (
+    private_logit_calibration,
+    private_softmax_shrinkage,
+)
 from ..solvers.saddle_point.plan import plan_minimax
 from ..solvers.saddle_point.run import release_inputs, run_minimax
 from ..utils import check_declared_classes, uncenter_intercept
@@ -198,19 +201,23 @@ class MinimaxFairClassifier(
         public rule of ``n`` and the budget; else the whole share): the bound
         barely moves with its budget, the steps gain the rest.
     calibration_share : float, default=0.1
-        Share of the budget (of ``mu**2``) for a private Platt scaling of a
-        two-class fit (:mod:`skdp.solvers.calibration`): one noisy histogram
-        of the fitted logits split by label, then a refit of their scale and
-        shift (post-processing) that is kept only when its gain beats the
-        histogram's noise; it can fall back to the base rate. The same
-        method as :class:`~skdp.HeavyTailedLogisticRegression`'s. Nothing is
-        spent (and ``logit_calibration_`` is ``None``) with more than two
-        classes, with ``fit_intercept=False`` or at ``epsilon=np.inf``
-        (there the fit is at its optimum). ``0`` turns it off; like every
-        parameter, it still enters the seeded stream of a fit with an integer
-        ``random_state``. Chosen on the development half of the benchmark
-        suite (``python -m benchmarks.run --tasks binary``; a refit of the
-        group-weighted objective on one histogram per group was worse).
+        Share of the budget (of ``mu**2``) for recalibrating the solver's
+        scores (:mod:`skdp.solvers.calibration`), the same methods as
+        :class:`~skdp.HeavyTailedLogisticRegression`'s. Two classes: a private
+        Platt scaling (one noisy histogram of the fitted logits split by
+        label, then a refit of their scale and shift that is kept only when
+        its gain beats the histogram's noise; it can fall back to the base
+        rate; a refit of the group-weighted objective on one histogram per
+        group was worse). More classes: a private shrinkage of the scores
+        toward private base rates (noisy class counts, then the noisy
+        training Brier score of six shrinkage levels; the lowest is kept;
+        level 0 is the constant predictor). Nothing is spent (and
+        ``logit_calibration_`` is ``None``) with ``fit_intercept=False`` or
+        at ``epsilon=np.inf`` (there the fit is at its optimum). ``0`` turns
+        it off; like every parameter, it still enters the seeded stream of a
+        fit with an integer ``random_state``. Chosen on the development half
+        of the benchmark suite (``python -m benchmarks.run --tasks binary
+        multiclass``).
     verbose : int, default=0
         Print the fit's phases (records, plan, solver stages, privacy spent)
         when positive; ``2`` also prints the privacy plan. Only public
@@ -246,9 +253,11 @@ class MinimaxFairClassifier(
         Private mean the features were centred at (``center=True``), else
         ``None``.
     logit_calibration_ : tuple (scale, shift) or None
-        The private Platt scaling applied to the solver's logits
-        (``calibration_share``; ``(1.0, 0.0)``: kept as fitted), ``None``
-        when none was run. ``coef_`` and ``intercept_`` include it.
+        The recalibration applied to the solver's scores, ``scale * scores +
+        shift`` (``calibration_share``): the Platt scaling's floats for two
+        classes, the shrinkage level and the vector ``(1 - t) log(prior)``
+        for more; ``scale = 1`` with a zero shift keeps the fit. ``None`` when
+        none was run. ``coef_`` and ``intercept_`` include it.
     n_iter_ : int
         Iterations of the solver.
     noise_std_ : float
@@ -606,7 +615,8 @@ class MinimaxFairClassifier(
         )
 
     def _calibrate(self, rows, y_code, coef, plan, rng):
-        """Private Platt scaling of a two-class fit (the plan's histogram).
+        """Private Platt scaling of a two-class fit (the plan's histogram),
+        or private shrinkage toward the base rates of a multiclass one.
 
         The logits are the solver's, ``rows @ coef`` on the clipped rows it
         was fitted on (intercept column included), as in
@@ -621,9 +631,17 @@ class MinimaxFairClassifier(
         """
         self.logit_calibration_ = None
         z = plan.calibration_noise_multiplier
-        if not z:
+        if plan.shrinkage_mu:  # more than two classes: coef is (p, K)
+            k = coef.shape[1]
+            scale, shift = private_softmax_shrinkage(
+                rows, y_code, coef, np.zeros(k), k, plan.shrinkage_mu, rng=rng
+            )
+        elif z:
+            scale, shift = private_logit_calibration(
+                rows, y_code, coef, 0.0, z, rng=rng
+            )
+        else:
             return
-        scale, shift = private_logit_calibration(rows, y_code, coef, 0.0, z, rng=rng)
         self.logit_calibration_ = (scale, shift)
         self.coef_ = scale * self.coef_
         self.intercept_ = scale * self.intercept_ + shift

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...privacy import ComposedDpEvent, gaussian_steps
+from ..noise_free import minimise_noise_free
 from .bounds import (
     DEFAULT_TARGET,
     RANGE_STEPS,
@@ -471,6 +472,18 @@ def known_lipschitz(
         average_from=average_from,
         step_growth=step_growth,
     )
+    if (
+        gd_plan.z_grad == 0
+        and plan.z_scale == 0
+        and stages is None
+        and not radius < math.inf
+        and not loss.labels
+    ):
+        # nothing is private: finish at the objective's minimum (noise_free).
+        # Not for labels: the unpenalised logistic loss has no minimiser on
+        # separable rows, and there the descent's fixed number of steps is
+        # what keeps the probabilities finite.
+        res.coef = minimise_noise_free(X, y, loss, res.coef, keep)
     res.coef = design.to_original(res.coef)
     if stages is not None:
         res.stage_coefs = [design.to_original(c) for c in res.stage_coefs]

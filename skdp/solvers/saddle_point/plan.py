@@ -33,7 +33,7 @@ from ...privacy import (
     private_norm_bound_event,
 )
 from ...privacy._norm_bound import median_out_of_reach, norm_bound_noise_multiplier
-from ..calibration import calibration_event
+from ..calibration import calibration_event, shrinkage_event
 from ..heavy_tailed.multinomial import MULTINOMIAL_CURVATURE
 from .dispatch import calibrate_schedule, saddle_point_schedule, schedule_event
 
@@ -818,6 +818,11 @@ class MinimaxPlan:
         Noise multiplier of the private logit calibration's histogram
         (:func:`~skdp.solvers.calibration.private_logit_calibration`), run
         after the solver; ``0.0``: no calibration.
+    shrinkage_mu : float
+        GDP budget of the private shrinkage of a multiclass fit toward the
+        private base rates
+        (:func:`~skdp.solvers.calibration.private_softmax_shrinkage`), run
+        after the solver; ``0.0``: none.
     """
 
     solver: str
@@ -839,6 +844,7 @@ class MinimaxPlan:
     batches: Any = None
     default_feature_norm: Any = None
     calibration_noise_multiplier: float = 0.0
+    shrinkage_mu: float = 0.0
 
     @property
     def fit_intercept(self):
@@ -992,25 +998,21 @@ def plan_minimax(
             fixed.append(noisy_histogram_event(z_est))
         else:
             fixed.append(GaussianDpEvent(z_est))
-    z_calibration = 0.0
-    if (
-        calibration_share
-        and int(n_classes) == 2
-        and fit_intercept
-        and math.isfinite(eps)
-    ):
+    z_calibration = shrinkage_mu = 0.0
+    if calibration_share and fit_intercept and math.isfinite(eps):
         if not estimation_share + calibration_share < 1.0:  # public parameters
             raise ValueError(
                 f"calibration_share={calibration_share:g} leaves nothing for the "
                 f"fit: with estimation_share={estimation_share:g} it must be "
                 f"below {1.0 - estimation_share:g}."
             )
-        z_calibration = (
-            Budget.from_target(eps, delta, margin=False)
-            .share(calibration_share)
-            .noise_multiplier()
-        )
-        fixed.append(calibration_event(z_calibration))
+        budget = Budget.from_target(eps, delta, margin=False).share(calibration_share)
+        if int(n_classes) == 2:
+            z_calibration = budget.noise_multiplier()
+            fixed.append(calibration_event(z_calibration))
+        else:
+            shrinkage_mu = budget.mu
+            fixed.append(shrinkage_event(shrinkage_mu))
     common = dict(
         solver=solver,
         n_samples=int(n_samples),
@@ -1025,6 +1027,7 @@ def plan_minimax(
         step_scale=float(step_scale),
         default_feature_norm=default_norm,
         calibration_noise_multiplier=z_calibration,
+        shrinkage_mu=shrinkage_mu,
     )
     if solver == "gda":
         plan = gda_plan(
