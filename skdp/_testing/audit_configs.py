@@ -47,10 +47,18 @@ AUDIT_VARIANTS = {
     ),
     # Multinomial path of the default solver (a declared third class without
     # examples): one full-batch step of the whole-record clipped d x K
-    # gradient.
+    # gradient. Without the shrinkage toward the base rates: after one noisy
+    # step it sends the scores to the prior, which hides the canary from a
+    # black-box audit (the /4 control's lower bound fell from 1.83 to 0.70).
     "MinimaxFairClassifier(solver='gda', multinomial)": (
         "MinimaxFairClassifier",
-        dict(solver="gda", max_iter=1, feature_norm=1.0, classes=[0, 1, 2]),
+        dict(
+            solver="gda",
+            max_iter=1,
+            feature_norm=1.0,
+            classes=[0, 1, 2],
+            calibration_share=0.0,
+        ),
     ),
     "BilevelRidge(tuning='risk_estimate')": (
         "BilevelRidge",
