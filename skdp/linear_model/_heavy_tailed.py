@@ -155,6 +155,14 @@ _LARGE_N_STEPS = 100
 _SMALL_N_GROWTH_FROM = 0.5
 
 
+def _recalibrated(res, scale, shift):
+    """``res`` with its scores ``scale * scores + shift`` (post-processing of
+    a recalibration; the intercept entry or row is last)."""
+    coef = scale * res.coef
+    coef[-1] += shift
+    return dataclasses.replace(res, coef=coef)
+
+
 class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
     """Shared fit logic: plan, spend, solve one binary/regression GLM problem."""
 
@@ -472,9 +480,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 Xp, targets[0], res.weights, res.intercept, z_calibration, rng=rng
             )
             self.logit_calibration_ = (scale, shift)
-            coef = scale * res.coef
-            coef[-1] += shift
-            results = [dataclasses.replace(res, coef=coef)]
+            results = [_recalibrated(res, scale, shift)]
         self._record_privacy(event)
         return results
 
@@ -564,9 +570,7 @@ class _HeavyTailedGLM(PrivateEstimatorMixin, BaseEstimator):
                 Xp, labels, res.coef[:-1], res.coef[-1], n_classes, mu_shrink, rng=rng
             )
             self.logit_calibration_ = (scale, shift)
-            coef = scale * res.coef
-            coef[-1] += shift
-            res = dataclasses.replace(res, coef=coef)
+            res = _recalibrated(res, scale, shift)
         self._record_privacy(event)
         return res
 

@@ -24,6 +24,7 @@ from scipy.optimize import minimize
 from scipy.special import expit, log_softmax
 
 from ..privacy import (
+    Budget,
     ComposedDpEvent,
     GaussianDpEvent,
     gaussian_mechanism,
@@ -79,7 +80,7 @@ SHRINK_LEVELS = (0.0, 0.125, 0.25, 0.5, 0.75)
 #: log-loss of 20 (gsoep_school, raw view, epsilon = 1).
 BRIER_BOUND = 2.0
 #: Share of the shrinkage's ``mu**2`` spent on the class counts (the prior);
-#: the rest pays for the loss differences.
+#: the rest pays for the Brier sums.
 COUNT_SHARE = 0.3
 
 
@@ -269,8 +270,8 @@ def private_logit_calibration(X, y, coef, intercept, noise_multiplier, *, rng):
 def shrinkage_event(mu):
     """Event of :func:`private_softmax_shrinkage` with GDP budget ``mu``.
 
-    ``COUNT_SHARE`` of ``mu**2`` for the class counts, the rest for the loss
-    differences.
+    ``COUNT_SHARE`` of ``mu**2`` for the class counts, the rest for the
+    Brier sums.
 
     Parameters
     ----------
@@ -292,9 +293,10 @@ def shrinkage_event(mu):
 
 
 def _shrinkage_multipliers(mu):
+    budget = Budget(mu)
     return (
-        1.0 / (mu * math.sqrt(COUNT_SHARE)),
-        1.0 / (mu * math.sqrt(1.0 - COUNT_SHARE)),
+        budget.share(COUNT_SHARE).noise_multiplier(),
+        budget.share(1.0 - COUNT_SHARE).noise_multiplier(),
     )
 
 

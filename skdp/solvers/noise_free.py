@@ -95,11 +95,18 @@ def minimise_noise_free(X, y, loss, coef0, keep=None):
     if X.shape[0] == 0:
         return coef0
     if isinstance(loss, SquaredLoss) and not sp.issparse(X):
-        coef = np.linalg.lstsq(X, y, rcond=None)[0]
         # a tie (rank-deficient design) keeps the minimum-norm solution
-        if _mean_loss(X, y, loss, coef) <= _mean_loss(X, y, loss, coef0):
-            return coef
-        return coef0
+        coef = np.linalg.lstsq(X, y, rcond=None)[0]
+    else:
+        coef = _minimise_scaled(X, y, loss, coef0)
+    if _mean_loss(X, y, loss, coef) <= _mean_loss(X, y, loss, coef0):
+        return coef
+    return coef0
+
+
+def _minimise_scaled(X, y, loss, coef0):
+    """The minimiser in unit-RMS column coordinates, mapped back: LSQR for
+    least squares on sparse rows, L-BFGS for the other losses."""
     scale = _column_scales(X)
     Xs = _scaled(X, scale)
     n = X.shape[0]
@@ -107,10 +114,7 @@ def minimise_noise_free(X, y, loss, coef0, keep=None):
         v = scipy.sparse.linalg.lsqr(
             Xs, y, atol=1e-15, btol=1e-15, iter_lim=100 * X.shape[1] + 1000
         )[0]
-        coef = v / scale
-        if _mean_loss(X, y, loss, coef) <= _mean_loss(X, y, loss, coef0):
-            return coef
-        return coef0
+        return v / scale
 
     def objective(v):
         z = Xs @ v
@@ -123,10 +127,7 @@ def minimise_noise_free(X, y, loss, coef0, keep=None):
         method="L-BFGS-B",
         options={"maxiter": MAX_ITER, "ftol": 1e-15, "gtol": 1e-12},
     )
-    coef = out.x / scale
-    if _mean_loss(X, y, loss, coef) <= _mean_loss(X, y, loss, coef0):
-        return coef
-    return coef0
+    return out.x / scale
 
 
 def _mean_loss(X, y, loss, coef):
